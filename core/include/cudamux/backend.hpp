@@ -1,0 +1,207 @@
+// The backend interface: what a plugin (mock, hip, cuda, ...) implements.
+//
+// The core owns every CUDA semantic (initialisation, contexts, handle validation,
+// allocation tracking, stream-ordering rules, error mapping). A backend only does
+// the work: discover devices, allocate, copy, run queues, time events.
+//
+// Rules for implementers:
+//  * Every operation returns a Status holding the backend's *native* code; 0 is
+//    success for every backend. The core maps native codes through
+//    ErrorDomain::to_cuda(); a backend never decides what the program sees.
+//  * Values the program passes in arrive as CUDA enum values (the core's lingua
+//    franca). A backend that cannot honour one returns ErrorDomain::not_supported().
+//  * Objects handed out (DeviceContext, Queue, Event) are destroyed by the core
+//    before the backend itself; the plugin is never unloaded while any live.
+//  * Host and plugins share one C++ runtime; the ABI version below is bumped on
+//    any change to this file and checked when a plugin is loaded.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <cuda.h>
+
+namespace spdlog {
+class logger;
+}
+namespace toml {
+inline namespace v3 {
+class table;
+}
+}  // namespace toml
+
+namespace cudamux::backend {
+
+// Bump on every change of this header's types or virtual functions.
+inline constexpr std::uint32_t kAbiVersion = 1;
+
+// Names of the symbols every plugin exports (extern "C"):
+//   std::uint32_t cudamux_backend_abi_version();
+//   cudamux::backend::Backend* cudamux_backend_create(const PluginHost&, std::string& error);
+// cudamux_backend_create returns nullptr and fills `error` when it cannot start
+// (bad config, missing runtime). "No devices" is not an error: return a backend
+// whose Devices::count() is 0.
+inline constexpr const char* kAbiVersionSymbol = "cudamux_backend_abi_version";
+inline constexpr const char* kCreateSymbol = "cudamux_backend_create";
+
+struct Status {
+  std::int32_t native = 0;
+  [[nodiscard]] constexpr bool ok() const noexcept { return native == 0; }
+};
+inline constexpr Status kOk{};
+
+// What the core passes to a plugin at creation.
+struct PluginHost {
+  std::uint32_t abi_version = kAbiVersion;
+  std::shared_ptr<spdlog::logger> logger;  // never null
+  const toml::table* config = nullptr;     // the plugin's own table ([mock], [hip], ...), may be null
+  std::string config_source;               // file the table came from, for error messages
+};
+
+// Where a pointer lives; the core knows this from its allocation registry and tells
+// the backend so that e.g. HIP can choose hipMemcpyKind.
+enum class MemKind : std::uint8_t {
+  host_pageable,  // unknown to cudamux: ordinary host memory
+  host_pinned,    // cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister
+  device,         // cuMemAlloc / cuMemAllocPitch
+  managed,        // cuMemAllocManaged (host-visible on the mock)
+};
+
+// A strided box copy in bytes; 1D is height = depth = 1, 2D is depth = 1.
+struct CopyDesc {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  MemKind dst_kind = MemKind::host_pageable;
+  MemKind src_kind = MemKind::host_pageable;
+  int dst_device = -1;  // ordinal owning dst (-1 for host memory)
+  int src_device = -1;
+  std::size_t width_bytes = 0;
+  std::size_t height = 1;
+  std::size_t depth = 1;
+  std::size_t dst_pitch = 0;  // bytes between rows
+  std::size_t src_pitch = 0;
+  std::size_t dst_slice = 0;  // bytes between 2D slices
+  std::size_t src_slice = 0;
+};
+
+// A 2D fill of elements of 1, 2 or 4 bytes (cuMemsetD8/D16/D32 and their 2D forms).
+struct FillDesc {
+  void* dst = nullptr;
+  MemKind dst_kind = MemKind::device;
+  std::uint32_t value = 0;       // low elem_size bytes are used
+  unsigned elem_size = 1;        // 1, 2 or 4
+  std::size_t width_elems = 0;   // elements per row
+  std::size_t height = 1;
+  std::size_t pitch = 0;         // bytes between rows
+};
+
+struct DeviceProperties {
+  std::string name;
+  std::array<unsigned char, 16> uuid{};
+  std::size_t total_memory = 0;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int pci_domain = 0;
+  int pci_bus = 0;
+  int pci_device = 0;
+};
+
+// Translation of the backend's native codes. Central policy (strict/hallucinate)
+// lives in the core; this only answers "which CUresult is this, if any".
+class ErrorDomain {
+ public:
+  virtual ~ErrorDomain() = default;
+  // nullopt: the native value has no CUDA counterpart.
+  [[nodiscard]] virtual std::optional<CUresult> to_cuda(std::int32_t native) const noexcept = 0;
+  // Backend's own spelling, e.g. "hipErrorNoBinaryForGpu"; used in logs and invented names.
+  [[nodiscard]] virtual std::string_view native_name(std::int32_t native) const noexcept = 0;
+  // Native codes for the situations the core must recognise.
+  [[nodiscard]] virtual Status not_ready() const noexcept = 0;
+  [[nodiscard]] virtual Status not_supported() const noexcept = 0;
+  [[nodiscard]] virtual Status out_of_memory() const noexcept = 0;
+  [[nodiscard]] virtual Status invalid_value() const noexcept = 0;
+};
+
+class Devices {
+ public:
+  virtual ~Devices() = default;
+  [[nodiscard]] virtual int count() const noexcept = 0;
+  virtual Status properties(int ordinal, DeviceProperties& out) const = 0;
+  // Value of any CU_DEVICE_ATTRIBUTE_*; not_supported() for attributes it cannot answer.
+  virtual Status attribute(int ordinal, CUdevice_attribute attr, int& value) const = 0;
+  // Free and total bytes of device memory on `ordinal`.
+  virtual Status memory_info(int ordinal, std::size_t& free_bytes, std::size_t& total_bytes) const = 0;
+  [[nodiscard]] virtual bool can_access_peer(int ordinal, int peer) const noexcept = 0;
+};
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual Status query() = 0;        // ok when the last record completed (or never recorded), else not_ready
+  virtual Status synchronize() = 0;  // blocks until the last record completed
+  // Milliseconds from `start`'s last completed record to this event's; both must be
+  // completed and created with timing enabled (the core checks flags and states).
+  virtual Status elapsed_since(const Event& start, float& ms) const = 0;
+};
+
+// A stream: operations run in submission order, asynchronously to the host.
+class Queue {
+ public:
+  virtual ~Queue() = default;
+  virtual Status copy(const CopyDesc& desc) = 0;
+  // Submit and wait for completion; backends may run it on the calling thread
+  // when the queue is idle (the synchronous cuMemcpy* family uses this).
+  virtual Status copy_sync(const CopyDesc& desc) = 0;
+  virtual Status fill(const FillDesc& desc) = 0;
+  // Runs fn(user) on a backend thread when preceding work is done; later work waits for it.
+  virtual Status host_function(void (*fn)(void*), void* user) = 0;
+  virtual Status record(Event& event) = 0;
+  // Later work waits for the event's record that was last submitted before this call.
+  virtual Status wait(Event& event) = 0;
+  virtual Status query() = 0;  // ok when idle, else not_ready
+  virtual Status synchronize() = 0;
+};
+
+// Per-device execution state; one per CUDA context.
+class DeviceContext {
+ public:
+  virtual ~DeviceContext() = default;
+  [[nodiscard]] virtual int ordinal() const noexcept = 0;
+
+  virtual Status allocate(std::size_t bytes, void** out) = 0;  // device memory
+  virtual Status free(void* ptr) = 0;
+  virtual Status allocate_host(std::size_t bytes, unsigned cu_memhostalloc_flags, void** out) = 0;
+  virtual Status free_host(void* ptr) = 0;
+  virtual Status allocate_managed(std::size_t bytes, unsigned cu_memattach_flags, void** out) = 0;
+  virtual Status free_managed(void* ptr) = 0;
+  virtual Status register_host(void* ptr, std::size_t bytes, unsigned cu_memhostregister_flags) = 0;
+  virtual Status unregister_host(void* ptr) = 0;
+  // Device address through which the device reaches pinned host memory `host`.
+  virtual Status host_device_pointer(void* host, void** device) = 0;
+
+  // flags: CU_STREAM_*; priority already clamped by the core to the device's range.
+  virtual Status create_queue(unsigned cu_stream_flags, int priority, std::unique_ptr<Queue>& out) = 0;
+  // flags: CU_EVENT_* (the core validates them).
+  virtual Status create_event(unsigned cu_event_flags, std::unique_ptr<Event>& out) = 0;
+  virtual Status synchronize() = 0;  // all queues of this context
+};
+
+// The plugin's root object.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;  // "mock", "hip", ...
+  [[nodiscard]] virtual const ErrorDomain& errors() const noexcept = 0;
+  [[nodiscard]] virtual Devices& devices() noexcept = 0;
+  // flags: CU_CTX_* as given to cuCtxCreate / primary-context flags.
+  virtual Status open_context(int ordinal, unsigned cu_ctx_flags, std::unique_ptr<DeviceContext>& out) = 0;
+};
+
+}  // namespace cudamux::backend
+
+#define CUDAMUX_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
