@@ -1,0 +1,251 @@
+#include "cudamux/plugin_loader.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <spdlog/logger.h>
+#include <unistd.h>
+
+#include <boost/dll/shared_library.hpp>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include "cudamux/log.hpp"
+
+namespace cudamux::plugins {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SearchDir {
+  std::string path;
+  std::string origin;  // "CUDAMUX_PLUGIN_PATH", "file:line:col" or "default"
+};
+
+// Everything a loaded plugin needs to stay valid. Never destroyed: see the header.
+struct Holder {
+  boost::dll::shared_library library;
+  std::unique_ptr<toml::table> config;  // the plugin may keep pointers into its table
+  backend::Backend* backend = nullptr;
+};
+
+// Intentionally leaked (reachable from a static pointer, so LeakSanitizer is quiet):
+// destroying a Holder would dlclose() the plugin under objects that still use it.
+std::mutex& holders_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::vector<Holder*>& holders() {
+  static auto* v = new std::vector<Holder*>;
+  return *v;
+}
+
+std::vector<SearchDir> search_dirs(const config::Settings& s) {
+  std::vector<SearchDir> out;
+  for (std::size_t i = 0; i < s.plugin_paths.size(); ++i) {
+    out.push_back({s.plugin_paths[i], i < s.plugin_path_origins.size()
+                                          ? s.plugin_path_origins[i]
+                                          : std::string("plugin_path")});
+  }
+  out.push_back({default_plugin_dir(), "default"});
+  return out;
+}
+
+std::string searched_list(const std::vector<SearchDir>& dirs, std::string_view file_name) {
+  std::string out = "\n  searched, in order:";
+  for (const SearchDir& d : dirs) {
+    out += "\n    " + (fs::path(d.path) / file_name).string() + "  (from " + d.origin + ")";
+  }
+  return out;
+}
+
+// First existing plugin file in search order, or empty.
+std::string find_plugin(const std::vector<SearchDir>& dirs, std::string_view name) {
+  const std::string file = plugin_file_name(name);
+  for (const SearchDir& d : dirs) {
+    const fs::path candidate = fs::path(d.path) / file;
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return candidate.string();
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string plugin_file_name(std::string_view backend_name) {
+  return "libcudamux-" + std::string(backend_name) + ".so";
+}
+
+std::string default_plugin_dir() {
+  // The core is linked statically into libcuda.so.1 (or into a test executable):
+  // the object holding this very function is where the plugins folder hangs off.
+  Dl_info info{};
+  link_map* map = nullptr;
+  fs::path object;
+  if (dladdr1(reinterpret_cast<void*>(&default_plugin_dir), &info, reinterpret_cast<void**>(&map),
+              RTLD_DL_LINKMAP) != 0 &&
+      map != nullptr && map->l_name != nullptr && map->l_name[0] != '\0') {
+    object = map->l_name;
+  } else {
+    object = "/proc/self/exe";  // the main program has an empty link-map name
+  }
+  std::error_code ec;
+  // Resolve symlinks: /usr/lib/libcuda.so.1 -> /opt/cudamux/lib/libcuda.so.1 means
+  // the plugins live under /opt/cudamux/lib.
+  fs::path real = fs::canonical(object, ec);
+  if (ec) real = object;
+  return (real.parent_path() / "cudamux" / "plugins").string();
+}
+
+std::vector<std::string> search_paths(const config::Settings& settings) {
+  std::vector<std::string> out;
+  for (SearchDir& d : search_dirs(settings)) out.push_back(std::move(d.path));
+  return out;
+}
+
+namespace detail {
+
+AmdGpuProbe probe_amd_gpu(const std::string& root) {
+  const fs::path kfd = fs::path(root) / "dev" / "kfd";
+  std::error_code ec;
+  if (!fs::exists(kfd, ec)) return {false, kfd.string() + " does not exist"};
+  const fs::path nodes = fs::path(root) / "sys" / "class" / "kfd" / "kfd" / "topology" / "nodes";
+  int gpus = 0;
+  for (fs::directory_iterator it(nodes, ec), end; !ec && it != end; it.increment(ec)) {
+    std::ifstream props(it->path() / "properties");
+    std::string key;
+    long long value = 0;
+    while (props >> key >> value) {
+      if (key == "simd_count") {
+        if (value > 0) ++gpus;
+        break;
+      }
+    }
+  }
+  if (gpus == 0) {
+    return {false,
+            kfd.string() + " exists but no node under " + nodes.string() + " has simd_count > 0"};
+  }
+  std::string detail = std::to_string(gpus) + " GPU node(s) under " + nodes.string();
+  if (::access(kfd.c_str(), R_OK | W_OK) != 0) {
+    detail +=
+        "; but " + kfd.string() + " is not accessible to this user (add it to the 'render' group?)";
+  }
+  return {true, std::move(detail)};
+}
+
+}  // namespace detail
+
+LoadedBackend load_backend(const config::Settings& settings,
+                           std::shared_ptr<spdlog::logger> logger) {
+  if (!logger) logger = log::get();
+  const std::vector<SearchDir> dirs = search_dirs(settings);
+
+  LoadedBackend result;
+  if (settings.backend == "auto") {
+    const detail::AmdGpuProbe amd = detail::probe_amd_gpu("/");
+    if (amd.present && !find_plugin(dirs, "hip").empty()) {
+      result.name = "hip";
+      result.reason = "auto: AMD GPU found (" + amd.detail + "), using hip";
+    } else if (amd.present) {
+      result.name = "mock";
+      result.reason = "auto: AMD GPU found (" + amd.detail + ") but no " + plugin_file_name("hip") +
+                      " in the plugin search path, using mock";
+      logger->warn("{}", result.reason);
+    } else {
+      result.name = "mock";
+      result.reason = "auto: no AMD GPU found (" + amd.detail + "), using mock";
+    }
+  } else {
+    const auto origin = settings.origins.find("backend");
+    result.name = settings.backend;
+    result.reason =
+        "backend '" + settings.backend + "' set by " +
+        (origin == settings.origins.end() ? std::string("configuration") : origin->second);
+  }
+
+  const std::string file_name = plugin_file_name(result.name);
+  const std::string searched = searched_list(dirs, file_name);
+  const std::string what =
+      "cannot load cudamux backend '" + result.name + "' (" + result.reason + ")";
+
+  result.file = find_plugin(dirs, result.name);
+  if (result.file.empty()) {
+    throw PluginError(what + ": no " + file_name + " found in the plugin search path" + searched +
+                      "\n  set CUDAMUX_PLUGIN_PATH or plugin_path to the folder holding it, or "
+                      "choose another backend with CUDAMUX_BACKEND");
+  }
+  const std::string from = what + " from " + result.file + ": ";
+  logger->debug("loading backend '{}' from {} ({})", result.name, result.file, result.reason);
+
+  auto holder = std::make_unique<Holder>();
+  try {
+    // rtld_now: an unresolved symbol fails here, with a message, not mid-run.
+    holder->library.load(boost::dll::fs::path(result.file),
+                         boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
+  } catch (const std::exception& e) {
+    throw PluginError(from + "the dynamic loader refused it: " + e.what() + searched);
+  }
+
+  using AbiVersionFn = std::uint32_t();
+  using CreateFn = backend::Backend*(const backend::PluginHost&, std::string&);
+  AbiVersionFn* abi_version = nullptr;
+  CreateFn* create = nullptr;
+  for (const char* symbol : {backend::kAbiVersionSymbol, backend::kCreateSymbol}) {
+    if (!holder->library.has(symbol)) {
+      throw PluginError(from + "not a cudamux plugin: it does not export '" + symbol +
+                        "' (plugins export cudamux_backend_abi_version and "
+                        "cudamux_backend_create with CUDAMUX_PLUGIN_EXPORT)" +
+                        searched);
+    }
+  }
+  try {
+    abi_version = &holder->library.get<AbiVersionFn>(backend::kAbiVersionSymbol);
+    create = &holder->library.get<CreateFn>(backend::kCreateSymbol);
+  } catch (const std::exception& e) {
+    throw PluginError(from + "cannot resolve its entry symbols: " + e.what() + searched);
+  }
+
+  // Keep the library loaded whatever happens next: its static constructors have run.
+  Holder* h = holder.get();
+  {
+    std::lock_guard lock(holders_mutex());
+    holders().push_back(holder.release());
+  }
+
+  const std::uint32_t version = abi_version();
+  if (version != backend::kAbiVersion) {
+    throw PluginError(from + "plugin ABI version " + std::to_string(version) +
+                      ", this cudamux expects " + std::to_string(backend::kAbiVersion) +
+                      " (rebuild the plugin against this cudamux's backend.hpp)" + searched);
+  }
+
+  if (const toml::table* table = settings.document[result.name].as_table()) {
+    h->config = std::make_unique<toml::table>(*table);
+  }
+  const backend::PluginHost host{backend::kAbiVersion, logger, h->config.get(), settings.source};
+  std::string error;
+  try {
+    h->backend = create(host, error);
+  } catch (const std::exception& e) {
+    throw PluginError(from + "cudamux_backend_create threw: " + e.what() + searched);
+  } catch (...) {
+    throw PluginError(from + "cudamux_backend_create threw a non-standard exception" + searched);
+  }
+  if (h->backend == nullptr) {
+    throw PluginError(from + "the plugin failed to start: " +
+                      (error.empty() ? std::string("(it gave no reason)") : error) + searched);
+  }
+  if (h->backend->name() != result.name) {
+    logger->warn("plugin {} calls itself '{}', expected '{}'", result.file, h->backend->name(),
+                 result.name);
+  }
+  logger->info("backend '{}' loaded from {} ({})", result.name, result.file, result.reason);
+  result.backend = h->backend;
+  return result;
+}
+
+}  // namespace cudamux::plugins
