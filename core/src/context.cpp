@@ -1,0 +1,427 @@
+// Contexts: creation, the per-thread stack, primary contexts, limits.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "core.hpp"
+#include "driver_impl.hpp"
+
+namespace cudamux::core {
+
+namespace {
+bool valid_ctx_flags(unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) return false;
+  switch (flags & CU_CTX_SCHED_MASK) {
+    case CU_CTX_SCHED_AUTO:
+    case CU_CTX_SCHED_SPIN:
+    case CU_CTX_SCHED_YIELD:
+    case CU_CTX_SCHED_BLOCKING_SYNC:
+      return true;
+    default:
+      return false;  // more than one scheduling policy
+  }
+}
+
+// What a fresh context reports for cuCtxGetLimit (values of a current data-centre GPU).
+void default_limits(Context& ctx) {
+  ctx.limits.fill(0);
+  ctx.limits[CU_LIMIT_STACK_SIZE] = 1024;
+  ctx.limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+  ctx.limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
+  ctx.limits[CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2;
+  ctx.limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+  ctx.limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
+  ctx.limits[CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0;
+}
+
+constexpr int kLeastStreamPriority = 0;
+constexpr int kGreatestStreamPriority = -5;
+}  // namespace
+
+CUresult make_stream(Context& ctx, StreamKind kind, unsigned flags, int priority,
+                     std::unique_ptr<Stream>& out) {
+  Core& core = Core::get();
+  auto s = std::make_unique<Stream>();
+  s->ctx = &ctx;
+  s->kind = kind;
+  s->flags = flags;
+  s->priority = std::clamp(priority, kGreatestStreamPriority, kLeastStreamPriority);
+  s->id = core.next_stream_id.fetch_add(1);
+  if (auto st = ctx.impl->create_queue(flags, s->priority, s->queue); !st.ok())
+    return core.map(st, "stream creation");
+  if (auto st = ctx.impl->create_event(CU_EVENT_DISABLE_TIMING, s->marker); !st.ok())
+    return core.map(st, "stream creation");
+  out = std::move(s);
+  return CUDA_SUCCESS;
+}
+
+CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out) {
+  Core& core = Core::get();
+  auto ctx = std::make_unique<Context>();
+  ctx->device = device;
+  ctx->flags = flags;
+  ctx->primary = primary;
+  ctx->id = core.next_context_id.fetch_add(1);
+  default_limits(*ctx);
+  if (auto st = core.backend().open_context(device, flags, ctx->impl); !st.ok())
+    return core.map(st, "context creation");
+  if (CUresult r = make_stream(*ctx, StreamKind::legacy, 0, 0, ctx->legacy)) return r;
+  Context* raw = ctx.release();
+  const auto handle = core.contexts.insert(raw);
+  if (!handle) {
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUcontext>(handle);
+  raw->legacy->handle = CU_STREAM_LEGACY;
+  out = raw->handle;
+  return CUDA_SUCCESS;
+}
+
+void destroy_context_contents(Context& ctx) {
+  Core& core = Core::get();
+  // Outstanding work finishes first, as with CUDA's implicit synchronisation on destroy.
+  (void)ctx.impl->synchronize();
+  for (Event* e : core.events.live()) {
+    if (e->ctx == &ctx && core.events.erase(reinterpret_cast<std::uintptr_t>(e->handle))) delete e;
+  }
+  std::vector<Stream*> streams;
+  {
+    std::lock_guard lock(ctx.order_mutex);
+    streams.swap(ctx.streams);
+  }
+  for (Stream* s : streams) {
+    if (core.streams.erase(reinterpret_cast<std::uintptr_t>(s->handle))) delete s;
+  }
+  ctx.legacy.reset();
+  {
+    std::unique_lock lock(core.alloc_mutex);
+    for (auto it = core.allocations.begin(); it != core.allocations.end();) {
+      const Allocation& a = it->second;
+      if (a.ctx != &ctx) {
+        ++it;
+        continue;
+      }
+      void* p = reinterpret_cast<void*>(a.base);
+      switch (a.kind) {
+        case AllocKind::device: (void)ctx.impl->free(p); break;
+        case AllocKind::host_alloc: (void)ctx.impl->free_host(p); break;
+        case AllocKind::host_registered: (void)ctx.impl->unregister_host(p); break;
+        case AllocKind::managed: (void)ctx.impl->free_managed(p); break;
+      }
+      it = core.allocations.erase(it);
+    }
+  }
+  ctx.impl.reset();
+}
+
+CUresult destroy_context(CUcontext handle) {
+  Core& core = Core::get();
+  Context* ctx = core.contexts.erase(reinterpret_cast<std::uintptr_t>(handle));
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  forget_context_on_this_thread(handle);
+  destroy_context_contents(*ctx);
+  delete ctx;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace cudamux::core
+
+namespace cudamux::impl {
+using core::Context;
+using core::Core;
+using core::reject;
+
+// --- creation and destruction ---
+
+static CUresult create_and_push(CUcontext* pctx, unsigned flags, CUdevice dev, const char* fn) {
+  if (!pctx) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (!core::valid_ctx_flags(flags)) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
+  if (!Core::get().valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  CUcontext h = nullptr;
+  if (CUresult r = core::create_context(dev, flags, false, h)) return r;
+  core::push_context(h);
+  *pctx = h;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return create_and_push(pctx, flags, dev, "cuCtxCreate");
+}
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return create_and_push(pctx, flags, dev, "cuCtxCreate");
+}
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev) {
+  if (numParams < 0 || (numParams > 0 && !paramsArray))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxCreate_v3", "bad affinity parameters");
+  if (numParams > 0)
+    return reject(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "cuCtxCreate_v3",
+                  "execution affinity is not supported by this backend");
+  return create_and_push(pctx, flags, dev, "cuCtxCreate_v3");
+}
+CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
+  if (params) {
+    if (params->numExecAffinityParams < 0 ||
+        (params->numExecAffinityParams > 0 && !params->execAffinityParams))
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxCreate_v4", "bad affinity parameters");
+    if (params->numExecAffinityParams > 0)
+      return reject(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "cuCtxCreate_v4",
+                    "execution affinity is not supported by this backend");
+    if (params->cigParams)
+      return reject(CUDA_ERROR_NOT_SUPPORTED, "cuCtxCreate_v4",
+                    "CUDA-in-graphics contexts are not supported by this backend");
+  }
+  return create_and_push(pctx, flags, dev, "cuCtxCreate_v4");
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  if (!ctx) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxDestroy", "null context");
+  Context* c = core::context_of(ctx);
+  if (!c) return reject(CUDA_ERROR_INVALID_CONTEXT, "cuCtxDestroy", "stale or invalid context");
+  if (c->primary)
+    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuCtxDestroy",
+                  "primary contexts are released with cuDevicePrimaryCtxRelease");
+  return core::destroy_context(ctx);
+}
+CUresult cuCtxDestroy(CUcontext ctx) { return impl::cuCtxDestroy_v2(ctx); }
+
+// --- the per-thread stack ---
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  if (!ctx || !core::context_of(ctx))
+    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent", "invalid context");
+  core::push_context(ctx);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPushCurrent(CUcontext ctx) { return impl::cuCtxPushCurrent_v2(ctx); }
+
+CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  if (!core::current_context_handle())
+    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPopCurrent", "no current context");
+  const CUcontext top = core::pop_context();
+  if (pctx) *pctx = top;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPopCurrent(CUcontext* pctx) { return impl::cuCtxPopCurrent_v2(pctx); }
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (ctx && !core::context_of(ctx))
+    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent", "invalid context");
+  if (!ctx) {
+    // CUDA: a null context pops the current one (if any).
+    if (core::current_context_handle()) core::pop_context();
+    return CUDA_SUCCESS;
+  }
+  core::set_current_context(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  if (!pctx) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetCurrent", "null out-pointer");
+  *pctx = core::current_context_handle();
+  return CUDA_SUCCESS;
+}
+
+// --- queries on a context ---
+
+static CUresult ctx_or_current(CUcontext h, Context*& out) {
+  if (h) {
+    out = core::context_of(h);
+    return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  }
+  return core::current_context(out);
+}
+
+CUresult cuCtxGetDevice(CUdevice* device) {
+  if (!device) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetDevice", "null out-pointer");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext h) {
+  if (!device) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetDevice_v2", "null out-pointer");
+  Context* ctx = nullptr;
+  if (CUresult r = ctx_or_current(h, ctx)) return r;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetFlags(unsigned int* flags) {
+  if (!flags) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetFlags", "null out-pointer");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  *flags = ctx->flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetFlags(unsigned int flags) {
+  if (!core::valid_ctx_flags(flags)) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetFlags", "invalid flags");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  ctx->flags = flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetId(CUcontext h, unsigned long long* ctxId) {
+  if (!ctxId) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetId", "null out-pointer");
+  Context* ctx = nullptr;
+  if (CUresult r = ctx_or_current(h, ctx)) return r;
+  *ctxId = ctx->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetApiVersion(CUcontext h, unsigned int* version) {
+  if (!version) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetApiVersion", "null out-pointer");
+  Context* ctx = nullptr;
+  if (CUresult r = ctx_or_current(h, ctx)) return r;
+  *version = 3020;  // every context created through the _v2+ entry points reports the 3.2 API
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize() {
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  return Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize");
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext h) {
+  Context* ctx = nullptr;
+  if (CUresult r = ctx_or_current(h, ctx)) return r;
+  return Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2");
+}
+
+CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  if (!pvalue) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetLimit", "null out-pointer");
+  if (static_cast<unsigned>(limit) > CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    return reject(CUDA_ERROR_UNSUPPORTED_LIMIT, "cuCtxGetLimit", "limit not supported");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  std::lock_guard lock(ctx->state_mutex);
+  *pvalue = ctx->limits[limit];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  if (static_cast<unsigned>(limit) > CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    return reject(CUDA_ERROR_UNSUPPORTED_LIMIT, "cuCtxSetLimit", "limit not supported");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetLimit", "L2 fetch granularity is 0..128");
+  std::lock_guard lock(ctx->state_mutex);
+  ctx->limits[limit] = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
+  if (!pconfig) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetCacheConfig", "null out-pointer");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  std::lock_guard lock(ctx->state_mutex);
+  *pconfig = ctx->cache_config;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  if (static_cast<unsigned>(config) > CU_FUNC_CACHE_PREFER_EQUAL)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetCacheConfig", "unknown cache configuration");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  std::lock_guard lock(ctx->state_mutex);
+  ctx->cache_config = config;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  if (leastPriority) *leastPriority = core::kLeastStreamPriority;
+  if (greatestPriority) *greatestPriority = core::kGreatestStreamPriority;
+  return CUDA_SUCCESS;
+}
+
+// --- primary contexts ---
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  if (!pctx) return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxRetain", "null out-pointer");
+  Core& core = Core::get();
+  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRetain", "no such device");
+  auto& primary = core.device(dev).primary;
+  std::lock_guard lock(primary.mutex);
+  if (!primary.handle || !core::context_of(primary.handle)) {
+    CUcontext h = nullptr;
+    if (CUresult r = core::create_context(dev, primary.flags, true, h)) return r;
+    primary.handle = h;
+  }
+  ++primary.retain_count;
+  *pctx = primary.handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  Core& core = Core::get();
+  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRelease", "no such device");
+  auto& primary = core.device(dev).primary;
+  std::lock_guard lock(primary.mutex);
+  if (primary.retain_count <= 0)
+    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuDevicePrimaryCtxRelease", "primary context not retained");
+  if (--primary.retain_count == 0) {
+    (void)core::destroy_context(primary.handle);
+    primary.handle = nullptr;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return impl::cuDevicePrimaryCtxRelease_v2(dev); }
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  Core& core = Core::get();
+  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxReset", "no such device");
+  auto& primary = core.device(dev).primary;
+  std::lock_guard lock(primary.mutex);
+  if (primary.handle) (void)core::destroy_context(primary.handle);
+  primary.handle = nullptr;
+  primary.retain_count = 0;
+  primary.flags = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return impl::cuDevicePrimaryCtxReset_v2(dev); }
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  if (!flags || !active) return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxGetState", "null out-pointer");
+  Core& core = Core::get();
+  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxGetState", "no such device");
+  auto& primary = core.device(dev).primary;
+  std::lock_guard lock(primary.mutex);
+  *flags = primary.flags;
+  *active = primary.retain_count > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  Core& core = Core::get();
+  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxSetFlags", "no such device");
+  if (!core::valid_ctx_flags(flags)) return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxSetFlags", "invalid flags");
+  auto& primary = core.device(dev).primary;
+  std::lock_guard lock(primary.mutex);
+  primary.flags = flags;
+  if (Context* ctx = primary.handle ? core::context_of(primary.handle) : nullptr) ctx->flags = flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  // The CUDA 7.0 variant refuses while the primary context is active; _v2 does not.
+  Core& core = Core::get();
+  if (core.valid_device(dev)) {
+    auto& primary = core.device(dev).primary;
+    std::lock_guard lock(primary.mutex);
+    if (primary.retain_count > 0)
+      return reject(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cuDevicePrimaryCtxSetFlags", "primary context is active");
+  }
+  return impl::cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+}  // namespace cudamux::impl

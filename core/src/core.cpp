@@ -1,0 +1,268 @@
+// Core state, initialisation, error mapping and the per-thread context stack.
+#include "core.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <new>
+#include <utility>
+
+#include "cudamux/api_support.hpp"
+#include "cudamux/config.hpp"
+#include "cudamux/log.hpp"
+#include "cudamux/plugin_loader.hpp"
+#include "driver_impl.hpp"
+
+namespace cudamux::api::detail {
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_trace{false};
+}  // namespace cudamux::api::detail
+
+namespace cudamux::api {
+
+CUresult not_supported(std::atomic<bool>& logged, const char* symbol) noexcept {
+  if (!logged.exchange(true, std::memory_order_relaxed)) {
+    try {
+      cudamux::log::get()->warn("{} is not supported by cudamux yet: returning CUDA_ERROR_NOT_SUPPORTED",
+                                symbol);
+    } catch (...) {
+    }
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult on_exception(const char* symbol) noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    try {
+      cudamux::log::get()->error("{}: out of host memory", symbol);
+    } catch (...) {
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    try {
+      cudamux::log::get()->error("{}: internal error: {}", symbol, e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      cudamux::log::get()->error("{}: internal error (unknown exception)", symbol);
+    } catch (...) {
+    }
+  }
+  return CUDA_ERROR_UNKNOWN;
+}
+
+void trace_call(const char* symbol, const std::string& args, CUresult result,
+                std::chrono::nanoseconds duration) noexcept {
+  try {
+    const char* name = nullptr;
+    if (cudamux::impl::cuGetErrorName(result, &name) != CUDA_SUCCESS) name = "?";
+    cudamux::log::get()->trace("{}({}) -> {} [{} ns]", symbol, args, name, duration.count());
+  } catch (...) {
+  }
+}
+
+}  // namespace cudamux::api
+
+namespace cudamux::core {
+
+Core& Core::get() noexcept {
+  // Never destroyed: plugin objects and handles may be used from atexit handlers
+  // and from other libraries' destructors.
+  static Core* instance = new Core();
+  return *instance;
+}
+
+CUresult Core::initialize(unsigned flags) {
+  if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuInit", "flags must be 0");
+  std::lock_guard lock(init_mutex_);
+  if (!init_attempted_) {
+    init_attempted_ = true;
+    init_result_ = do_initialize();
+    if (init_result_ == CUDA_SUCCESS)
+      api::detail::g_initialized.store(true, std::memory_order_release);
+  }
+  return init_result_;
+}
+
+CUresult Core::do_initialize() {
+  config::Settings settings;
+  try {
+    settings = config::load();
+  } catch (const config::ConfigError& e) {
+    log::get()->error("cuInit failed: configuration error: {}", e.what());
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  try {
+    log::configure(settings);
+  } catch (const std::exception& e) {
+    log::get()->error("cuInit failed: logging configuration: {}", e.what());
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  logger_ = log::get();
+  for (const auto& warning : settings.warnings) logger_->warn("{}", warning);
+  driver_version_ = settings.driver_version;
+
+  try {
+    plugins::LoadedBackend loaded = plugins::load_backend(settings, logger_);
+    backend_ = loaded.backend;
+    logger_->info("backend '{}' from {} ({})", loaded.name, loaded.file, loaded.reason);
+  } catch (const plugins::PluginError& e) {
+    logger_->error("cuInit failed: {}", e.what());
+    return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+  }
+
+  const int count = backend_->devices().count();
+  for (int i = 0; i < count; ++i) {
+    auto state = std::make_unique<DeviceState>();
+    if (auto st = backend_->devices().properties(i, state->props); !st.ok()) {
+      logger_->error("cuInit failed: device {} of backend '{}' did not report its properties", i,
+                     backend_->name());
+      return map(st, "cuInit");
+    }
+    devices_.push_back(std::move(state));
+  }
+  if (count == 0) {
+    logger_->warn("backend '{}' reports no devices", backend_->name());
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult Core::map(backend::Status status, const char* what) noexcept {
+  if (status.ok()) return CUDA_SUCCESS;
+  const auto& errors = backend_->errors();
+  if (auto mapped = errors.to_cuda(status.native)) return *mapped;
+  // Strict policy (the default): a value CUDA has no name for becomes the generic one.
+  try {
+    logger_->warn("{}: backend '{}' returned {} ({}), which has no CUDA counterpart: reporting "
+                  "CUDA_ERROR_UNKNOWN",
+                  what, backend_->name(), errors.native_name(status.native), status.native);
+  } catch (...) {
+  }
+  return CUDA_ERROR_UNKNOWN;
+}
+
+const Allocation* Core::find_allocation(std::uintptr_t ptr, std::size_t bytes) const noexcept {
+  auto it = allocations.upper_bound(ptr);
+  if (it == allocations.begin()) return nullptr;
+  --it;
+  const Allocation& a = it->second;
+  if (ptr < a.base || ptr - a.base >= a.size) return nullptr;
+  if (bytes > a.size - (ptr - a.base)) return nullptr;
+  return &a;
+}
+
+CUresult reject(CUresult result, const char* function, const char* why) noexcept {
+  try {
+    const char* name = nullptr;
+    cudamux::impl::cuGetErrorName(result, &name);
+    log::get()->debug("{}: {} ({})", function, name ? name : "?", why);
+  } catch (...) {
+  }
+  return result;
+}
+
+// --- per-thread context stack ---
+
+namespace {
+// The top of the stack is read by almost every call: keep it in initial-exec TLS
+// (a dlopen'ed library's general-dynamic TLS costs a __tls_get_addr call).
+[[gnu::tls_model("initial-exec")]] thread_local CUcontext t_current = nullptr;
+thread_local std::vector<CUcontext> t_below;  // the rest of the stack, bottom first
+thread_local std::vector<std::pair<CUcontext, CUstream>> t_per_thread_streams;
+}  // namespace
+
+CUcontext current_context_handle() noexcept { return t_current; }
+
+CUresult current_context(Context*& out) noexcept {
+  const CUcontext h = t_current;
+  if (!h) return CUDA_ERROR_INVALID_CONTEXT;
+  out = context_of(h);
+  return out ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+void push_context(CUcontext h) {
+  if (t_current) t_below.push_back(t_current);
+  t_current = h;
+}
+CUcontext pop_context() noexcept {
+  const CUcontext top = t_current;
+  if (t_below.empty()) {
+    t_current = nullptr;
+  } else {
+    t_current = t_below.back();
+    t_below.pop_back();
+  }
+  return top;
+}
+void set_current_context(CUcontext h) noexcept { t_current = h; }
+
+// Called when a context dies: it leaves this thread's stack (other threads find a
+// stale handle and get CUDA_ERROR_CONTEXT_IS_DESTROYED, as with CUDA).
+void forget_context_on_this_thread(CUcontext h) noexcept {
+  std::erase(t_below, h);
+  if (t_current == h) pop_context();
+  std::erase_if(t_per_thread_streams, [h](const auto& p) { return p.first == h; });
+}
+
+CUresult resolve_stream(CUstream h, bool per_thread_default, Stream*& out) noexcept {
+  if (h == nullptr) h = per_thread_default ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  if (h != CU_STREAM_LEGACY && h != CU_STREAM_PER_THREAD) {
+    out = stream_of(h);
+    return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  }
+  Context* ctx = nullptr;
+  if (CUresult r = current_context(ctx); r != CUDA_SUCCESS) return r;
+  if (h == CU_STREAM_LEGACY) {
+    out = ctx->legacy.get();
+    return CUDA_SUCCESS;
+  }
+  for (const auto& [c, s] : t_per_thread_streams) {
+    if (c == ctx->handle) {
+      out = stream_of(s);
+      if (out) return CUDA_SUCCESS;
+    }
+  }
+  try {
+    std::unique_ptr<Stream> stream;
+    if (CUresult r = make_stream(*ctx, StreamKind::per_thread, 0, 0, stream); r != CUDA_SUCCESS)
+      return r;
+    Stream* raw = stream.release();
+    const auto handle = Core::get().streams.insert(raw);
+    if (!handle) {
+      delete raw;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    raw->handle = reinterpret_cast<CUstream>(handle);
+    {
+      std::lock_guard lock(ctx->order_mutex);
+      ctx->streams.push_back(raw);
+    }
+    t_per_thread_streams.emplace_back(ctx->handle, raw->handle);
+    out = raw;
+    return CUDA_SUCCESS;
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+}  // namespace cudamux::core
+
+// --- cuInit / cuDriverGetVersion ---
+
+namespace cudamux::impl {
+
+CUresult cuInit(unsigned int Flags) { return core::Core::get().initialize(Flags); }
+
+CUresult cuDriverGetVersion(int* driverVersion) {
+  if (!driverVersion) return core::reject(CUDA_ERROR_INVALID_VALUE, "cuDriverGetVersion", "null out-pointer");
+  // Before cuInit the config is not read yet; report the compiled-in version then.
+  *driverVersion = api::initialized() ? core::Core::get().driver_version() : CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace cudamux::impl

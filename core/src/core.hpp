@@ -1,0 +1,199 @@
+// Internal state of the core: devices, contexts, streams, events, allocations.
+// Every CUDA rule the driver API promises is implemented here once, on top of
+// the backend interface (cudamux/backend.hpp).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "cudamux/backend.hpp"
+#include "handles.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace cudamux::core {
+
+struct Context;
+struct Stream;
+struct Event;
+
+enum class StreamKind : std::uint8_t { legacy, per_thread, user };
+
+struct Stream {
+  Context* ctx = nullptr;
+  CUstream handle = nullptr;  // our encoded handle (legacy/per-thread ones too)
+  StreamKind kind = StreamKind::user;
+  unsigned flags = 0;
+  int priority = 0;
+  unsigned long long id = 0;
+  std::unique_ptr<backend::Queue> queue;
+  // Marker used to order this stream against the legacy default stream.
+  std::unique_ptr<backend::Event> marker;
+  // Legacy-stream ordering state, guarded by Context::order_mutex.
+  bool has_unsynced_work = false;       // work the legacy stream has not waited for yet
+  std::uint64_t legacy_seen = 0;        // legacy submissions this stream already waited for
+
+  [[nodiscard]] bool blocking() const noexcept {
+    return kind != StreamKind::legacy && !(flags & CU_STREAM_NON_BLOCKING);
+  }
+};
+
+struct Event {
+  Context* ctx = nullptr;
+  CUevent handle = nullptr;
+  unsigned flags = 0;
+  std::atomic<bool> recorded{false};
+  std::unique_ptr<backend::Event> impl;
+};
+
+inline constexpr std::size_t kLimitCount = 0x10;  // > every CUlimit value of 13.0
+
+struct Context {
+  CUcontext handle = nullptr;
+  int device = 0;
+  unsigned flags = 0;
+  bool primary = false;
+  unsigned long long id = 0;
+  std::unique_ptr<backend::DeviceContext> impl;
+  std::unique_ptr<Stream> legacy;
+
+  std::mutex state_mutex;  // limits, cache config
+  std::array<std::size_t, kLimitCount> limits{};
+  CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
+
+  // Serialises submissions that must be ordered against the legacy stream, and
+  // guards the stream list.
+  std::mutex order_mutex;
+  std::vector<Stream*> streams;  // user + per-thread streams, owned via the handle table
+  std::uint64_t legacy_submitted = 0;  // submissions to the legacy stream
+  std::uint64_t legacy_marker_at = 0;  // legacy_submitted when its marker was last recorded
+};
+
+enum class AllocKind : std::uint8_t { device, host_alloc, host_registered, managed };
+
+struct Allocation {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  AllocKind kind = AllocKind::device;
+  Context* ctx = nullptr;
+  CUcontext ctx_handle = nullptr;
+  int device = 0;
+  unsigned flags = 0;
+  unsigned long long buffer_id = 0;
+};
+
+struct PrimaryContext {
+  std::mutex mutex;
+  unsigned flags = 0;
+  int retain_count = 0;
+  CUcontext handle = nullptr;  // live while retain_count > 0 (or after a retain until reset)
+};
+
+struct DeviceState {
+  backend::DeviceProperties props;
+  PrimaryContext primary;
+};
+
+class Core {
+ public:
+  static Core& get() noexcept;
+
+  CUresult initialize(unsigned flags);  // cuInit
+  [[nodiscard]] int driver_version() const noexcept { return driver_version_; }
+
+  backend::Backend& backend() noexcept { return *backend_; }
+  spdlog::logger& log() noexcept { return *logger_; }
+  [[nodiscard]] int device_count() const noexcept { return static_cast<int>(devices_.size()); }
+  DeviceState& device(int ordinal) noexcept { return *devices_[static_cast<std::size_t>(ordinal)]; }
+  [[nodiscard]] bool valid_device(CUdevice dev) const noexcept {
+    return dev >= 0 && dev < static_cast<int>(devices_.size());
+  }
+
+  // Maps a backend status to what the program sees (the central enum policy).
+  CUresult map(backend::Status status, const char* what) noexcept;
+
+  HandleTable<Context> contexts;
+  HandleTable<Stream> streams;
+  HandleTable<Event> events;
+
+  std::atomic<unsigned long long> next_context_id{1};
+  std::atomic<unsigned long long> next_stream_id{1};
+  std::atomic<unsigned long long> next_buffer_id{1};
+
+  // Allocation registry (device, pinned, registered, managed), keyed by base.
+  std::shared_mutex alloc_mutex;
+  std::map<std::uintptr_t, Allocation> allocations;
+  // Containing allocation of [ptr, ptr+bytes), if any. Caller holds alloc_mutex.
+  const Allocation* find_allocation(std::uintptr_t ptr, std::size_t bytes = 1) const noexcept;
+
+ private:
+  Core() = default;
+  CUresult do_initialize();
+
+  std::mutex init_mutex_;
+  bool init_attempted_ = false;
+  CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
+  int driver_version_ = CUDA_VERSION;
+  backend::Backend* backend_ = nullptr;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::vector<std::unique_ptr<DeviceState>> devices_;
+};
+
+// --- helpers shared by the API implementation files ---
+
+inline Context* context_of(CUcontext h) noexcept {
+  return Core::get().contexts.find(reinterpret_cast<std::uintptr_t>(h));
+}
+inline Stream* stream_of(CUstream h) noexcept {
+  return Core::get().streams.find(reinterpret_cast<std::uintptr_t>(h));
+}
+inline Event* event_of(CUevent h) noexcept {
+  return Core::get().events.find(reinterpret_cast<std::uintptr_t>(h));
+}
+
+// The calling thread's current context; CUDA_ERROR_INVALID_CONTEXT when none,
+// CUDA_ERROR_CONTEXT_IS_DESTROYED when it was destroyed under us.
+CUresult current_context(Context*& out) noexcept;
+CUcontext current_context_handle() noexcept;
+void push_context(CUcontext h);
+CUcontext pop_context() noexcept;
+void set_current_context(CUcontext h) noexcept;
+void forget_context_on_this_thread(CUcontext h) noexcept;
+
+// Resolves a stream argument (null, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a
+// handle) in the current context. `per_thread_default`: the call was a _ptsz/_ptds
+// variant, so the null stream means the per-thread stream.
+CUresult resolve_stream(CUstream h, bool per_thread_default, Stream*& out) noexcept;
+
+// Submits one operation on `s`, first applying the legacy-default-stream rules.
+template <class Op>
+backend::Status submit(Stream& s, Op&& op);
+
+// Creates a stream object in `ctx` (not registered as a handle by itself).
+CUresult make_stream(Context& ctx, StreamKind kind, unsigned flags, int priority,
+                     std::unique_ptr<Stream>& out);
+// Creates a context (not pushed) / destroys one by handle.
+CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out);
+CUresult destroy_context(CUcontext handle);
+// Destroys a context and everything in it (streams, events, allocations).
+void destroy_context_contents(Context& ctx);
+
+// Logs a rejected call at debug level with its reason; returns `result`.
+CUresult reject(CUresult result, const char* function, const char* why) noexcept;
+
+}  // namespace cudamux::core
+
+#include "submit.inl"

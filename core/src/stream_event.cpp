@@ -1,0 +1,270 @@
+// Streams and events.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "core.hpp"
+#include "driver_impl.hpp"
+
+namespace cudamux::impl {
+using core::Context;
+using core::Core;
+using core::Event;
+using core::reject;
+using core::Stream;
+
+namespace {
+
+CUresult create_stream(CUstream* phStream, unsigned flags, int priority, const char* fn) {
+  if (!phStream) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  std::unique_ptr<Stream> s;
+  if (CUresult r = core::make_stream(*ctx, core::StreamKind::user, flags, priority, s)) return r;
+  Stream* raw = s.release();
+  const auto handle = Core::get().streams.insert(raw);
+  if (!handle) {
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUstream>(handle);
+  {
+    std::lock_guard lock(ctx->order_mutex);
+    ctx->streams.push_back(raw);
+  }
+  *phStream = raw->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_query(CUstream h, bool per_thread) {
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  return Core::get().map(s->queue->query(), "cuStreamQuery");
+}
+
+CUresult stream_synchronize(CUstream h, bool per_thread) {
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  return Core::get().map(s->queue->synchronize(), "cuStreamSynchronize");
+}
+
+CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_thread) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamWaitEvent", "invalid flags");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  Event* e = core::event_of(hEvent);
+  if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamWaitEvent", "invalid event");
+  if (!e->recorded.load(std::memory_order_acquire)) return CUDA_SUCCESS;  // nothing to wait for
+  return Core::get().map(core::submit(*s, [&](backend::Queue& q) { return q.wait(*e->impl); }),
+                         "cuStreamWaitEvent");
+}
+
+struct StreamCallback {
+  CUstreamCallback fn;
+  CUstream stream;
+  void* user;
+};
+void run_stream_callback(void* p) {
+  std::unique_ptr<StreamCallback> cb(static_cast<StreamCallback*>(p));
+  cb->fn(cb->stream, CUDA_SUCCESS, cb->user);
+}
+
+CUresult add_callback(CUstream h, CUstreamCallback callback, void* userData, unsigned flags, bool per_thread) {
+  if (!callback) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamAddCallback", "null callback");
+  if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamAddCallback", "flags must be 0");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  auto cb = std::make_unique<StreamCallback>(StreamCallback{callback, h, userData});
+  const auto st = core::submit(*s, [&](backend::Queue& q) { return q.host_function(&run_stream_callback, cb.get()); });
+  if (st.ok()) cb.release();  // the trampoline owns it now
+  return Core::get().map(st, "cuStreamAddCallback");
+}
+
+CUresult launch_host_func(CUstream h, CUhostFn fn, void* userData, bool per_thread) {
+  if (!fn) return reject(CUDA_ERROR_INVALID_VALUE, "cuLaunchHostFunc", "null function");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  return Core::get().map(core::submit(*s, [&](backend::Queue& q) { return q.host_function(fn, userData); }),
+                         "cuLaunchHostFunc");
+}
+
+template <class F>
+CUresult stream_get(CUstream h, bool per_thread, void* out, const char* fn, F&& get) {
+  if (!out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  get(*s);
+  return CUDA_SUCCESS;
+}
+
+CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool per_thread) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuEventRecord", "invalid flags");
+  Event* e = core::event_of(hEvent);
+  if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord", "invalid event");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  if (s->ctx != e->ctx)
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord", "event and stream belong to different contexts");
+  const auto st = core::submit(*s, [&](backend::Queue& q) { return q.record(*e->impl); });
+  if (st.ok()) e->recorded.store(true, std::memory_order_release);
+  return Core::get().map(st, "cuEventRecord");
+}
+
+}  // namespace
+
+// --- streams ---
+
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  return create_stream(phStream, Flags, 0, "cuStreamCreate");
+}
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  return create_stream(phStream, flags, priority, "cuStreamCreateWithPriority");
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD)
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy", "default streams cannot be destroyed");
+  Core& core = Core::get();
+  Stream* s = core::stream_of(hStream);
+  if (!s || s->kind != core::StreamKind::user)
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy", "invalid stream");
+  if (!core.streams.erase(reinterpret_cast<std::uintptr_t>(hStream)))
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy", "stream destroyed concurrently");
+  {
+    std::lock_guard lock(s->ctx->order_mutex);
+    std::erase(s->ctx->streams, s);
+  }
+  // Pending work completes before the stream's resources go (CUDA defers the release;
+  // the observable result is the same).
+  (void)s->queue->synchronize();
+  delete s;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy(CUstream hStream) { return impl::cuStreamDestroy_v2(hStream); }
+
+CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
+CUresult cuStreamQuery_ptsz(CUstream h) { return stream_query(h, true); }
+CUresult cuStreamSynchronize(CUstream h) { return stream_synchronize(h, false); }
+CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_synchronize(h, true); }
+CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) { return stream_wait_event(h, e, flags, false); }
+CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags) { return stream_wait_event(h, e, flags, true); }
+CUresult cuStreamAddCallback(CUstream h, CUstreamCallback cb, void* user, unsigned int flags) {
+  return add_callback(h, cb, user, flags, false);
+}
+CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void* user, unsigned int flags) {
+  return add_callback(h, cb, user, flags, true);
+}
+CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* user) { return launch_host_func(h, fn, user, false); }
+CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void* user) { return launch_host_func(h, fn, user, true); }
+
+#define CUDAMUX_STREAM_GETTER(NAME, TYPE, EXPR)                                              \
+  CUresult NAME(CUstream h, TYPE* out) {                                                     \
+    return stream_get(h, false, out, #NAME, [&](const Stream& s) { *out = (EXPR); });       \
+  }                                                                                          \
+  CUresult NAME##_ptsz(CUstream h, TYPE* out) {                                              \
+    return stream_get(h, true, out, #NAME, [&](const Stream& s) { *out = (EXPR); });        \
+  }
+CUDAMUX_STREAM_GETTER(cuStreamGetFlags, unsigned int, s.flags)
+CUDAMUX_STREAM_GETTER(cuStreamGetPriority, int, s.priority)
+CUDAMUX_STREAM_GETTER(cuStreamGetCtx, CUcontext, s.ctx->handle)
+CUDAMUX_STREAM_GETTER(cuStreamGetId, unsigned long long, s.id)
+CUDAMUX_STREAM_GETTER(cuStreamGetDevice, CUdevice, s.ctx->device)
+#undef CUDAMUX_STREAM_GETTER
+
+CUresult cuStreamGetCtx_v2(CUstream h, CUcontext* pCtx, CUgreenCtx* pGreenCtx) {
+  if (!pGreenCtx) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamGetCtx_v2", "null out-pointer");
+  if (CUresult r = impl::cuStreamGetCtx(h, pCtx)) return r;
+  *pGreenCtx = nullptr;  // green contexts are not supported, so no stream belongs to one
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext* pCtx, CUgreenCtx* pGreenCtx) {
+  if (!pGreenCtx) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamGetCtx_v2", "null out-pointer");
+  if (CUresult r = impl::cuStreamGetCtx_ptsz(h, pCtx)) return r;
+  *pGreenCtx = nullptr;
+  return CUDA_SUCCESS;
+}
+
+// --- events ---
+
+CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  if (!phEvent) return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate", "null out-pointer");
+  constexpr unsigned kAll = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (Flags & ~kAll) return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate", "invalid flags");
+  if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate", "interprocess events must disable timing");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  Core& core = Core::get();
+  auto e = std::make_unique<Event>();
+  e->ctx = ctx;
+  e->flags = Flags;
+  if (auto st = ctx->impl->create_event(Flags, e->impl); !st.ok()) return core.map(st, "cuEventCreate");
+  Event* raw = e.release();
+  const auto handle = core.events.insert(raw);
+  if (!handle) {
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUevent>(handle);
+  *phEvent = raw->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, 0, false); }
+CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, 0, true); }
+CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) { return event_record(e, s, flags, false); }
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags) {
+  return event_record(e, s, flags, true);
+}
+
+CUresult cuEventQuery(CUevent hEvent) {
+  Event* e = core::event_of(hEvent);
+  if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventQuery", "invalid event");
+  return Core::get().map(e->impl->query(), "cuEventQuery");
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  Event* e = core::event_of(hEvent);
+  if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventSynchronize", "invalid event");
+  return Core::get().map(e->impl->synchronize(), "cuEventSynchronize");
+}
+
+CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  if (!pMilliseconds) return reject(CUDA_ERROR_INVALID_VALUE, "cuEventElapsedTime", "null out-pointer");
+  Event* start = core::event_of(hStart);
+  Event* end = core::event_of(hEnd);
+  if (!start || !end) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "invalid event");
+  if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "event created with timing disabled");
+  if (!start->recorded.load(std::memory_order_acquire) || !end->recorded.load(std::memory_order_acquire))
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "event never recorded");
+  Core& core = Core::get();
+  const auto not_ready = core.backend().errors().not_ready().native;
+  for (Event* e : {start, end}) {
+    const auto st = e->impl->query();
+    if (st.native == not_ready) return CUDA_ERROR_NOT_READY;
+    if (!st.ok()) return core.map(st, "cuEventElapsedTime");
+  }
+  return core.map(end->impl->elapsed_since(*start->impl, *pMilliseconds), "cuEventElapsedTime");
+}
+CUresult cuEventElapsedTime(float* ms, CUevent hStart, CUevent hEnd) {
+  return impl::cuEventElapsedTime_v2(ms, hStart, hEnd);
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent) {
+  Core& core = Core::get();
+  Event* e = core.events.erase(reinterpret_cast<std::uintptr_t>(hEvent));
+  if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy", "invalid event");
+  // A record still in flight must not touch a freed event.
+  (void)e->impl->synchronize();
+  delete e;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent hEvent) { return impl::cuEventDestroy_v2(hEvent); }
+
+}  // namespace cudamux::impl
