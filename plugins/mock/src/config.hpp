@@ -1,0 +1,36 @@
+// The [mock] table of the cudamux configuration.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "profile.hpp"
+
+namespace spdlog {
+class logger;
+}
+namespace toml {
+inline namespace v3 {
+class table;
+}
+}  // namespace toml
+
+namespace cudamux::mock {
+
+inline constexpr std::size_t kDefaultMemory = std::size_t{80} << 30;  // an 80 GB part
+inline constexpr int kMaxDevices = 64;
+
+struct MockConfig {
+  int devices = 1;
+  std::size_t memory = kDefaultMemory;  // bytes per device
+  DeviceProfile profile;                // with [mock.attributes] applied
+};
+
+// Fills `out` from `table` (null: all defaults). Returns an error message naming
+// source:line:column and the key on a wrong type or value; warns about unknown keys.
+std::optional<std::string> parse_config(const toml::table* table, std::string_view source,
+                                        spdlog::logger& log, MockConfig& out);
+
+}  // namespace cudamux::mock

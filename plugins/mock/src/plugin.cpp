@@ -1,0 +1,256 @@
+// The mock backend: CUDA semantics on the CPU, for running CUDA programs without a GPU.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/uuid/name_generator_sha1.hpp>
+#include <boost/uuid/uuid.hpp>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "cudamux/backend.hpp"
+#include "memory.hpp"
+#include "queue.hpp"
+
+namespace cudamux::mock {
+namespace {
+
+constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
+
+struct ResultName {
+  std::int32_t value;
+  std::string_view name;
+};
+constexpr ResultName kResultNames[] = {
+#include "cuda_result_names.inc"
+};
+
+const ResultName* find_result(std::int32_t native) noexcept {
+  const auto* it =
+      std::lower_bound(std::begin(kResultNames), std::end(kResultNames), native,
+                       [](const ResultName& r, std::int32_t v) { return r.value < v; });
+  return it != std::end(kResultNames) && it->value == native ? it : nullptr;
+}
+
+// The mock's native codes are CUresult values: the mapping is the identity.
+class MockErrors final : public be::ErrorDomain {
+ public:
+  [[nodiscard]] std::optional<CUresult> to_cuda(std::int32_t native) const noexcept override {
+    if (find_result(native) == nullptr) return std::nullopt;
+    return static_cast<CUresult>(native);
+  }
+  [[nodiscard]] std::string_view native_name(std::int32_t native) const noexcept override {
+    const auto* r = find_result(native);
+    return r != nullptr ? r->name : std::string_view("CUDA_ERROR_<unknown to the mock>");
+  }
+  [[nodiscard]] be::Status not_ready() const noexcept override {
+    return status(CUDA_ERROR_NOT_READY);
+  }
+  [[nodiscard]] be::Status not_supported() const noexcept override {
+    return status(CUDA_ERROR_NOT_SUPPORTED);
+  }
+  [[nodiscard]] be::Status out_of_memory() const noexcept override {
+    return status(CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  [[nodiscard]] be::Status invalid_value() const noexcept override {
+    return status(CUDA_ERROR_INVALID_VALUE);
+  }
+};
+
+struct MockDevice {
+  be::DeviceProperties properties;
+  std::array<std::optional<int>, kAttributeLimit> attributes{};
+  std::unique_ptr<DeviceArena> arena;
+};
+
+class MockDevices final : public be::Devices {
+ public:
+  explicit MockDevices(std::vector<MockDevice> devices) : devices_(std::move(devices)) {}
+
+  [[nodiscard]] int count() const noexcept override { return static_cast<int>(devices_.size()); }
+
+  be::Status properties(int ordinal, be::DeviceProperties& out) const override {
+    if (!valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    out = devices_[static_cast<std::size_t>(ordinal)].properties;
+    return be::kOk;
+  }
+
+  be::Status attribute(int ordinal, CUdevice_attribute attr, int& value) const override {
+    if (!valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    const auto index = static_cast<int>(attr);
+    if (index <= 0 || index >= kAttributeLimit) return status(CUDA_ERROR_NOT_SUPPORTED);
+    const auto& v =
+        devices_[static_cast<std::size_t>(ordinal)].attributes[static_cast<std::size_t>(index)];
+    if (!v) return status(CUDA_ERROR_NOT_SUPPORTED);
+    value = *v;
+    return be::kOk;
+  }
+
+  be::Status memory_info(int ordinal, std::size_t& free_bytes,
+                         std::size_t& total_bytes) const override {
+    if (!valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    const auto& arena = *devices_[static_cast<std::size_t>(ordinal)].arena;
+    total_bytes = arena.capacity();
+    free_bytes = total_bytes - arena.used();
+    return be::kOk;
+  }
+
+  [[nodiscard]] bool can_access_peer(int ordinal, int peer) const noexcept override {
+    // One address space for all mock devices: every pair of distinct devices is peer-capable.
+    return valid(ordinal) && valid(peer) && ordinal != peer;
+  }
+
+  [[nodiscard]] bool valid(int ordinal) const noexcept { return ordinal >= 0 && ordinal < count(); }
+  DeviceArena& arena(int ordinal) { return *devices_[static_cast<std::size_t>(ordinal)].arena; }
+
+ private:
+  std::vector<MockDevice> devices_;
+};
+
+class MockContext final : public be::DeviceContext {
+ public:
+  MockContext(int ordinal, DeviceArena& arena, HostMemory& host)
+      : ordinal_(ordinal), arena_(arena), host_(host), queues_(std::make_shared<QueueRegistry>()) {}
+
+  [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
+
+  be::Status allocate(std::size_t bytes, void** out) override {
+    return status(arena_.allocate(bytes, DeviceArena::Kind::device, out));
+  }
+  be::Status free(void* ptr) override {
+    return status(arena_.free(ptr, DeviceArena::Kind::device));
+  }
+  be::Status allocate_host(std::size_t bytes, unsigned /*flags: all mean "host memory" here*/,
+                           void** out) override {
+    return status(host_.allocate(bytes, out));
+  }
+  be::Status free_host(void* ptr) override { return status(host_.free(ptr)); }
+  be::Status allocate_managed(std::size_t bytes, unsigned /*attach flags*/, void** out) override {
+    return status(arena_.allocate(bytes, DeviceArena::Kind::managed, out));
+  }
+  be::Status free_managed(void* ptr) override {
+    return status(arena_.free(ptr, DeviceArena::Kind::managed));
+  }
+  be::Status register_host(void* ptr, std::size_t bytes, unsigned /*flags*/) override {
+    return status(host_.register_range(ptr, bytes));
+  }
+  be::Status unregister_host(void* ptr) override { return status(host_.unregister_range(ptr)); }
+  be::Status host_device_pointer(void* host, void** device) override {
+    // Unified addressing: the device reaches pinned host memory at the host's address.
+    if (!host_.contains(host)) return status(CUDA_ERROR_INVALID_VALUE);
+    *device = host;
+    return be::kOk;
+  }
+
+  be::Status create_queue(unsigned flags, int priority, std::unique_ptr<be::Queue>& out) override {
+    out = std::make_unique<MockQueue>(queues_, flags, priority);
+    return be::kOk;
+  }
+  be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
+    out = std::make_unique<MockEvent>(flags);
+    return be::kOk;
+  }
+  be::Status synchronize() override {
+    // Holding the registry lock keeps queues alive while we wait on them; a queue being
+    // destroyed meanwhile drains itself anyway.
+    std::lock_guard lock(queues_->mu);
+    for (auto* q : queues_->queues) q->synchronize();
+    return be::kOk;
+  }
+
+ private:
+  const int ordinal_;
+  DeviceArena& arena_;
+  HostMemory& host_;
+  const std::shared_ptr<QueueRegistry> queues_;
+};
+
+class MockBackend final : public be::Backend {
+ public:
+  explicit MockBackend(std::vector<MockDevice> devices) : devices_(std::move(devices)) {}
+
+  [[nodiscard]] std::string_view name() const noexcept override { return "mock"; }
+  [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
+  [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }
+  be::Status open_context(int ordinal, unsigned /*ctx flags: scheduling is the OS's*/,
+                          std::unique_ptr<be::DeviceContext>& out) override {
+    if (!devices_.valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    out = std::make_unique<MockContext>(ordinal, devices_.arena(ordinal), host_);
+    return be::kOk;
+  }
+
+ private:
+  MockErrors errors_;
+  HostMemory host_;
+  MockDevices devices_;
+};
+
+std::array<unsigned char, 16> device_uuid(int ordinal) {
+  // Name-based (SHA-1, RFC 4122 version 5) in a namespace of our own: stable across runs
+  // and machines, distinct per ordinal.
+  constexpr boost::uuids::uuid kNamespace = {{0x6b, 0x1f, 0x3c, 0x52, 0x8e, 0x0d, 0x4a, 0x7b, 0x9c,
+                                              0x41, 0x2d, 0x7e, 0x55, 0xa0, 0x13, 0xc9}};
+  boost::uuids::name_generator_sha1 gen(kNamespace);
+  const auto u = gen("cudamux-mock-device-" + std::to_string(ordinal));
+  std::array<unsigned char, 16> out{};
+  std::copy(u.begin(), u.end(), out.begin());
+  return out;
+}
+
+be::Backend* create(const be::PluginHost& host, std::string& error) {
+  if (host.abi_version != be::kAbiVersion) {
+    error = "mock backend: host ABI version " + std::to_string(host.abi_version) +
+            ", plugin built for " + std::to_string(be::kAbiVersion);
+    return nullptr;
+  }
+  MockConfig config;
+  if (auto message = parse_config(host.config, host.config_source, *host.logger, config)) {
+    error = std::move(*message);
+    return nullptr;
+  }
+  std::vector<MockDevice> devices;
+  devices.reserve(static_cast<std::size_t>(config.devices));
+  for (int i = 0; i < config.devices; ++i) {
+    MockDevice d;
+    d.attributes = config.profile.attributes;
+    // Per-ordinal identity: distinct PCI location and board.
+    auto& bus = d.attributes[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID];
+    bus = bus.value_or(0) + i;
+    d.attributes[CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID] =
+        d.attributes[CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID].value_or(0) + i;
+    auto& p = d.properties;
+    p.name = config.profile.device_name;
+    p.uuid = device_uuid(i);
+    p.total_memory = config.memory;
+    p.cc_major = d.attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR].value_or(0);
+    p.cc_minor = d.attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR].value_or(0);
+    p.pci_domain = d.attributes[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID].value_or(0);
+    p.pci_bus = *bus;
+    p.pci_device = d.attributes[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID].value_or(0);
+    d.arena = DeviceArena::create(config.memory, error);
+    if (!d.arena) return nullptr;
+    p.total_memory = d.arena->capacity();
+    devices.push_back(std::move(d));
+  }
+  host.logger->debug("mock backend: {} device(s) \"{}\" ({}), {} bytes each", config.devices,
+                     config.profile.device_name, config.profile.key, config.memory);
+  return new MockBackend(std::move(devices));
+}
+
+}  // namespace
+}  // namespace cudamux::mock
+
+CUDAMUX_PLUGIN_EXPORT std::uint32_t cudamux_backend_abi_version() {
+  return cudamux::backend::kAbiVersion;
+}
+
+CUDAMUX_PLUGIN_EXPORT cudamux::backend::Backend* cudamux_backend_create(
+    const cudamux::backend::PluginHost& host, std::string& error) {
+  try {
+    return cudamux::mock::create(host, error);
+  } catch (const std::exception& e) {  // nothing may cross the C boundary
+    error = std::string("mock backend: ") + e.what();
+    return nullptr;
+  }
+}

@@ -1,0 +1,279 @@
+#include "queue.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cudamux::mock {
+
+namespace {
+constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
+
+template <typename T>
+void fill_elements(std::byte* dst, std::size_t count, std::uint32_t value) noexcept {
+  const auto v = static_cast<T>(value);
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  // All bytes equal (0, 0xFFFFFFFF, ...): memset is the fastest fill there is.
+  if (std::all_of(bytes, bytes + sizeof(T), [&](unsigned char b) { return b == bytes[0]; })) {
+    std::memset(dst, bytes[0], count * sizeof(T));
+  } else if (reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0) {
+    std::fill_n(reinterpret_cast<T*>(dst), count, v);
+  } else {
+    for (std::size_t i = 0; i < count; ++i) std::memcpy(dst + i * sizeof(T), &v, sizeof(T));
+  }
+}
+
+void fill_row(std::byte* dst, unsigned elem_size, std::size_t count, std::uint32_t value) noexcept {
+  switch (elem_size) {
+    case 1:
+      std::memset(dst, static_cast<int>(value & 0xFFu), count);
+      break;
+    case 2:
+      fill_elements<std::uint16_t>(dst, count, value);
+      break;
+    default:
+      fill_elements<std::uint32_t>(dst, count, value);
+      break;
+  }
+}
+}  // namespace
+
+void run_copy(const be::CopyDesc& d) noexcept {
+  const std::size_t w = d.width_bytes;
+  const std::size_t h = std::max<std::size_t>(d.height, 1);
+  const std::size_t depth = std::max<std::size_t>(d.depth, 1);
+  if (w == 0) return;
+  // Zero pitches mean "tightly packed", as for 1D copies the core leaves them unset.
+  const std::size_t sp = d.src_pitch != 0 ? d.src_pitch : w;
+  const std::size_t dp = d.dst_pitch != 0 ? d.dst_pitch : w;
+  const std::size_t ss = d.src_slice != 0 ? d.src_slice : sp * h;
+  const std::size_t ds = d.dst_slice != 0 ? d.dst_slice : dp * h;
+  auto* dst = static_cast<std::byte*>(d.dst);
+  const auto* src = static_cast<const std::byte*>(d.src);
+
+  const bool rows_packed = h == 1 || (sp == w && dp == w);
+  const bool slices_packed = depth == 1 || (ss == w * h && ds == w * h);
+  if (rows_packed && slices_packed) {
+    std::memcpy(dst, src, w * h * depth);
+    return;
+  }
+  for (std::size_t z = 0; z < depth; ++z) {
+    if (rows_packed) {
+      std::memcpy(dst + z * ds, src + z * ss, w * h);
+      continue;
+    }
+    for (std::size_t y = 0; y < h; ++y)
+      std::memcpy(dst + z * ds + y * dp, src + z * ss + y * sp, w);
+  }
+}
+
+void run_fill(const be::FillDesc& f) noexcept {
+  const unsigned elem = f.elem_size == 1 || f.elem_size == 2 ? f.elem_size : 4;
+  const std::size_t row_bytes = f.width_elems * elem;
+  const std::size_t h = std::max<std::size_t>(f.height, 1);
+  const std::size_t pitch = f.pitch != 0 ? f.pitch : row_bytes;
+  auto* dst = static_cast<std::byte*>(f.dst);
+  if (row_bytes == 0) return;
+  if (pitch == row_bytes) {
+    fill_row(dst, elem, f.width_elems * h, f.value);
+    return;
+  }
+  for (std::size_t y = 0; y < h; ++y) fill_row(dst + y * pitch, elem, f.width_elems, f.value);
+}
+
+// ---- events ----------------------------------------------------------------------------
+
+void RecordSignal::complete() noexcept {
+  when = std::chrono::steady_clock::now();
+  done.store(true, std::memory_order_release);
+  done.notify_all();
+}
+
+void RecordSignal::wait() const noexcept {
+  // std::atomic::wait spins briefly, then sleeps on a futex: fine for both BLOCKING_SYNC
+  // and default events.
+  done.wait(false, std::memory_order_acquire);
+}
+
+std::shared_ptr<RecordSignal> MockEvent::begin_record() {
+  auto signal = std::make_shared<RecordSignal>();
+  std::lock_guard lock(mu_);
+  signal->generation = ++generation_;
+  last_ = signal;
+  return signal;
+}
+
+std::shared_ptr<RecordSignal> MockEvent::last_record() const {
+  std::lock_guard lock(mu_);
+  return last_;
+}
+
+be::Status MockEvent::query() {
+  const auto signal = last_record();
+  if (signal && !signal->done.load(std::memory_order_acquire)) return status(CUDA_ERROR_NOT_READY);
+  return be::kOk;
+}
+
+be::Status MockEvent::synchronize() {
+  if (const auto signal = last_record()) signal->wait();
+  return be::kOk;
+}
+
+be::Status MockEvent::elapsed_since(const be::Event& start, float& ms) const {
+  const auto* begin = dynamic_cast<const MockEvent*>(&start);
+  if (begin == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+  if (((flags_ | begin->flags_) & CU_EVENT_DISABLE_TIMING) != 0) {
+    return status(CUDA_ERROR_INVALID_HANDLE);
+  }
+  const auto a = begin->last_record();
+  const auto b = last_record();
+  if (!a || !b) return status(CUDA_ERROR_INVALID_HANDLE);  // never recorded
+  if (!a->done.load(std::memory_order_acquire) || !b->done.load(std::memory_order_acquire)) {
+    return status(CUDA_ERROR_NOT_READY);
+  }
+  ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return be::kOk;
+}
+
+// ---- queues ----------------------------------------------------------------------------
+
+MockQueue::MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority)
+    : registry_(std::move(registry)), flags_(flags), priority_(priority) {
+  std::lock_guard lock(registry_->mu);
+  registry_->queues.push_back(this);
+}
+
+MockQueue::~MockQueue() {
+  {
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return completed_ == submitted_; });
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  std::lock_guard lock(registry_->mu);
+  std::erase(registry_->queues, this);
+}
+
+std::uint64_t MockQueue::submit(Op op) {
+  std::uint64_t sequence = 0;
+  {
+    std::lock_guard lock(mu_);
+    ops_.push_back(std::move(op));
+    sequence = ++submitted_;
+    if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  }
+  work_cv_.notify_one();
+  return sequence;
+}
+
+void MockQueue::wait_for(std::uint64_t sequence) {
+  std::unique_lock lock(mu_);
+  done_cv_.wait(lock, [&] { return completed_ >= sequence; });
+}
+
+void MockQueue::worker_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || (!ops_.empty() && !busy_); });
+    if (ops_.empty() || busy_) {
+      if (stop_) return;  // only reached drained: the destructor waits for completion first
+      continue;
+    }
+    Op op = std::move(ops_.front());
+    ops_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    execute(op);
+    lock.lock();
+    busy_ = false;
+    ++completed_;
+    done_cv_.notify_all();
+  }
+}
+
+void MockQueue::execute(const Op& op) {
+  struct Visitor {
+    void operator()(const be::CopyDesc& d) const noexcept { run_copy(d); }
+    void operator()(const be::FillDesc& f) const noexcept { run_fill(f); }
+    void operator()(const HostFunction& h) const { h.fn(h.user); }
+    void operator()(const Record& r) const noexcept { r.signal->complete(); }
+    void operator()(const Wait& w) const noexcept { w.signal->wait(); }
+  };
+  std::visit(Visitor{}, op);
+}
+
+be::Status MockQueue::copy(const be::CopyDesc& desc) {
+  submit(desc);
+  return be::kOk;
+}
+
+be::Status MockQueue::copy_sync(const be::CopyDesc& desc) {
+  {
+    std::unique_lock lock(mu_);
+    if (ops_.empty() && !busy_) {
+      // Idle: run on the calling thread (no hand-off, caller's cache). busy_ keeps later
+      // submissions from other threads queued behind us, preserving stream order.
+      busy_ = true;
+      ++submitted_;
+      lock.unlock();
+      run_copy(desc);
+      lock.lock();
+      busy_ = false;
+      ++completed_;
+      done_cv_.notify_all();
+      if (!ops_.empty()) work_cv_.notify_one();
+      return be::kOk;
+    }
+  }
+  wait_for(submit(desc));
+  return be::kOk;
+}
+
+be::Status MockQueue::fill(const be::FillDesc& desc) {
+  if (desc.elem_size != 1 && desc.elem_size != 2 && desc.elem_size != 4) {
+    return status(CUDA_ERROR_INVALID_VALUE);
+  }
+  submit(desc);
+  return be::kOk;
+}
+
+be::Status MockQueue::host_function(void (*fn)(void*), void* user) {
+  if (fn == nullptr) return status(CUDA_ERROR_INVALID_VALUE);
+  submit(HostFunction{fn, user});
+  return be::kOk;
+}
+
+be::Status MockQueue::record(be::Event& event) {
+  auto* e = dynamic_cast<MockEvent*>(&event);
+  if (e == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+  submit(Record{e->begin_record()});
+  return be::kOk;
+}
+
+be::Status MockQueue::wait(be::Event& event) {
+  auto* e = dynamic_cast<MockEvent*>(&event);
+  if (e == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+  auto signal = e->last_record();
+  // Never recorded, or already complete: nothing to wait for (as in CUDA).
+  if (!signal || signal->done.load(std::memory_order_acquire)) return be::kOk;
+  submit(Wait{std::move(signal)});
+  return be::kOk;
+}
+
+be::Status MockQueue::query() {
+  std::lock_guard lock(mu_);
+  return completed_ == submitted_ ? be::kOk : status(CUDA_ERROR_NOT_READY);
+}
+
+be::Status MockQueue::synchronize() {
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(mu_);
+    target = submitted_;
+  }
+  wait_for(target);
+  return be::kOk;
+}
+
+}  // namespace cudamux::mock

@@ -1,0 +1,121 @@
+// Streams and events of the mock: real asynchrony on host threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "cudamux/backend.hpp"
+
+namespace cudamux::mock {
+
+namespace be = cudamux::backend;
+
+// Completion of one record of an event. An event's records each get their own signal,
+// so that a wait captures exactly the record submitted before it (re-recording cannot
+// retarget it) and a pending record survives cuEventDestroy.
+struct RecordSignal {
+  std::uint64_t generation = 0;  // 1 for the event's first record, 2 for the next, ...
+  std::chrono::steady_clock::time_point when{};  // written before `done` is published
+  std::atomic<bool> done{false};
+
+  void complete() noexcept;
+  void wait() const noexcept;
+};
+
+class MockEvent final : public be::Event {
+ public:
+  explicit MockEvent(unsigned flags) : flags_(flags) {}
+  be::Status query() override;
+  be::Status synchronize() override;
+  be::Status elapsed_since(const be::Event& start, float& ms) const override;
+
+  // Called by Queue::record at submission time: the new record becomes the last one.
+  std::shared_ptr<RecordSignal> begin_record();
+  // The record last submitted (nullptr if never recorded).
+  [[nodiscard]] std::shared_ptr<RecordSignal> last_record() const;
+
+ private:
+  const unsigned flags_;
+  mutable std::mutex mu_;
+  std::uint64_t generation_ = 0;
+  std::shared_ptr<RecordSignal> last_;
+};
+
+class MockQueue;
+
+// The queues of one context, so that DeviceContext::synchronize can reach them. Queues hold
+// it by shared_ptr because their lifetime is not tied to the context object's.
+struct QueueRegistry {
+  std::mutex mu;
+  std::vector<MockQueue*> queues;
+};
+
+// One worker thread per queue (started on the first asynchronous submission) executes the
+// queue's operations in FIFO order. Threads rather than a shared pool because a wait on an
+// event blocks its queue: with a pool, waits could starve the workers that would record.
+class MockQueue final : public be::Queue {
+ public:
+  MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority);
+  ~MockQueue() override;  // drains
+  MockQueue(const MockQueue&) = delete;
+  MockQueue& operator=(const MockQueue&) = delete;
+
+  be::Status copy(const be::CopyDesc& desc) override;
+  be::Status copy_sync(const be::CopyDesc& desc) override;
+  be::Status fill(const be::FillDesc& desc) override;
+  be::Status host_function(void (*fn)(void*), void* user) override;
+  be::Status record(be::Event& event) override;
+  be::Status wait(be::Event& event) override;
+  be::Status query() override;
+  be::Status synchronize() override;
+
+  [[nodiscard]] unsigned flags() const noexcept { return flags_; }
+  [[nodiscard]] int priority() const noexcept { return priority_; }
+
+ private:
+  struct HostFunction {
+    void (*fn)(void*);
+    void* user;
+  };
+  struct Record {
+    std::shared_ptr<RecordSignal> signal;
+  };
+  struct Wait {
+    std::shared_ptr<RecordSignal> signal;
+  };
+  using Op = std::variant<be::CopyDesc, be::FillDesc, HostFunction, Record, Wait>;
+
+  // Appends and returns the op's sequence number (1-based).
+  std::uint64_t submit(Op op);
+  void wait_for(std::uint64_t sequence);
+  void worker_loop();
+  static void execute(const Op& op);
+
+  const std::shared_ptr<QueueRegistry> registry_;
+  const unsigned flags_;
+  const int priority_;  // kept for the core; ordering ignores it
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // worker: new op, op slot freed, or stop
+  std::condition_variable done_cv_;  // waiters: an op completed
+  std::deque<Op> ops_;
+  std::uint64_t submitted_ = 0;
+  std::uint64_t completed_ = 0;
+  bool busy_ = false;  // an op is executing (on the worker or inline in copy_sync)
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+// Strided 3D copy and 2D fill as the queue executes them (exposed for tests/benchmarks).
+void run_copy(const be::CopyDesc& desc) noexcept;
+void run_fill(const be::FillDesc& desc) noexcept;
+
+}  // namespace cudamux::mock
