@@ -8,7 +8,8 @@ both written by extract_driver_api.py.
 Outputs:
   --header FILE       our cuda.h (committed as api/include/cuda.h)
   --coverage FILE     docs/coverage.md (committed)
-  --generated DIR     driver_exports.cpp, driver_impl.hpp, driver_procs.inc (build dir)
+  --generated DIR     driver_exports.cpp, driver_impl.hpp, driver_procs.inc (build dir),
+                      driver_symbols.inc (the table as plain data, for tests)
 Files are only rewritten when their content changes, so builds stay incremental.
 """
 
@@ -369,6 +370,19 @@ def gen_procs(table: dict) -> str:
     return "\n".join(out)
 
 
+def gen_symbols(table: dict) -> str:
+    """Plain-data view of the table for tests (no function addresses, nothing to link)."""
+    out = [f"// {GENERATED_BY}",
+           "// {API name, version, flavor, symbol, implemented, needs_init}, in cuGetProcAddress order.", ""]
+    status = {v["symbol"]: v for _, v in variants(table)}
+    for name, ver, flavor, sym in proc_rows(table):
+        v = status[sym]
+        out.append(f'{{"{name}", {ver}, "{flavor}", "{sym}", {str(v["status"] == "implemented").lower()}, '
+                   f'{str(v["needs_init"]).lower()}}},')
+    out.append("")
+    return "\n".join(out)
+
+
 def gen_coverage(table: dict) -> str:
     fns = table["functions"]
     syms = [v for _, v in variants(table)]
@@ -402,7 +416,8 @@ def main() -> None:
     ap.add_argument("--data", default=DEFAULT_DATA, help="directory with driver_api.json and cuda_h.json")
     ap.add_argument("--header", help="write cuda.h here")
     ap.add_argument("--coverage", help="write coverage.md here")
-    ap.add_argument("--generated", help="write driver_exports.cpp, driver_impl.hpp, driver_procs.inc here")
+    ap.add_argument("--generated", help="write the generated C++ sources into this directory")
+    ap.add_argument("--stamp", help="touch this file after generating (build-system bookkeeping)")
     args = ap.parse_args()
     if not (args.header or args.coverage or args.generated):
         ap.error("nothing to do: give --header, --coverage and/or --generated")
@@ -416,6 +431,10 @@ def main() -> None:
         write_if_changed(os.path.join(args.generated, "driver_impl.hpp"), gen_impl_hpp(table, header))
         write_if_changed(os.path.join(args.generated, "driver_exports.cpp"), gen_exports(table, header))
         write_if_changed(os.path.join(args.generated, "driver_procs.inc"), gen_procs(table))
+        write_if_changed(os.path.join(args.generated, "driver_symbols.inc"), gen_symbols(table))
+    if args.stamp:
+        with open(args.stamp, "w") as f:
+            f.write("")
 
 
 if __name__ == "__main__":
