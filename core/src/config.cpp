@@ -289,7 +289,8 @@ void apply_env(Settings& s) {
     s.plugin_path_origins.insert(s.plugin_path_origins.begin(), paths.size(),
                                  "CUDAMUX_PLUGIN_PATH");
     s.plugin_paths.insert(s.plugin_paths.begin(), paths.begin(), paths.end());
-    s.origins["plugin_path"] = "CUDAMUX_PLUGIN_PATH";
+    std::string& origin = s.origins["plugin_path"];
+    origin = origin == kBuiltInOrigin ? "CUDAMUX_PLUGIN_PATH" : "CUDAMUX_PLUGIN_PATH, then " + origin;
   }
   if (const char* v = env("CUDAMUX_LOG_LEVEL")) {
     auto level = normalize_level(v);

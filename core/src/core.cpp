@@ -12,7 +12,7 @@
 #include "cudamux/config.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/plugin_loader.hpp"
-#include "driver_impl.hpp"
+#include "cudamux/driver_impl.hpp"
 
 namespace cudamux::api::detail {
 std::atomic<bool> g_initialized{false};

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core.hpp"
-#include "driver_impl.hpp"
+#include "cudamux/driver_impl.hpp"
 
 namespace cudamux::impl {
 using core::Core;

@@ -4,7 +4,7 @@
 #include <iterator>
 
 #include "core.hpp"
-#include "driver_impl.hpp"
+#include "cudamux/driver_impl.hpp"
 
 namespace cudamux::impl {
 namespace {

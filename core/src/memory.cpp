@@ -6,7 +6,7 @@
 #include <shared_mutex>
 
 #include "core.hpp"
-#include "driver_impl.hpp"
+#include "cudamux/driver_impl.hpp"
 
 namespace cudamux::core {
 namespace {

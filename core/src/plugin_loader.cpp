@@ -73,6 +73,19 @@ std::string find_plugin(const std::vector<SearchDir>& dirs, std::string_view nam
   return {};
 }
 
+// Boost.DLL wraps dlerror() as "...load() failed (dlerror system message: TEXT): Bad file
+// descriptor"; TEXT is the loader's own, useful message.
+std::string loader_message(const std::exception& e) {
+  const std::string_view what = e.what();
+  constexpr std::string_view kPrefix = "(dlerror system message: ";
+  const auto begin = what.find(kPrefix);
+  const auto end = what.rfind("): ");
+  if (begin == std::string_view::npos || end == std::string_view::npos || end < begin) {
+    return std::string(what);
+  }
+  return std::string(what.substr(begin + kPrefix.size(), end - begin - kPrefix.size()));
+}
+
 }  // namespace
 
 std::string plugin_file_name(std::string_view backend_name) {
@@ -187,7 +200,7 @@ LoadedBackend load_backend(const config::Settings& settings,
     holder->library.load(boost::dll::fs::path(result.file),
                          boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
   } catch (const std::exception& e) {
-    throw PluginError(from + "the dynamic loader refused it: " + e.what() + searched);
+    throw PluginError(from + "the dynamic loader refused it: " + loader_message(e) + searched);
   }
 
   using AbiVersionFn = std::uint32_t();
@@ -206,7 +219,7 @@ LoadedBackend load_backend(const config::Settings& settings,
     abi_version = &holder->library.get<AbiVersionFn>(backend::kAbiVersionSymbol);
     create = &holder->library.get<CreateFn>(backend::kCreateSymbol);
   } catch (const std::exception& e) {
-    throw PluginError(from + "cannot resolve its entry symbols: " + e.what() + searched);
+    throw PluginError(from + "cannot resolve its entry symbols: " + loader_message(e) + searched);
   }
 
   // Keep the library loaded whatever happens next: its static constructors have run.

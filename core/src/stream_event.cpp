@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "core.hpp"
-#include "driver_impl.hpp"
+#include "cudamux/driver_impl.hpp"
 
 namespace cudamux::impl {
 using core::Context;
