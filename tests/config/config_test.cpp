@@ -310,7 +310,7 @@ TEST_F(ConfigTest, EnvironmentOverridesWinOverTheFile) {
   EXPECT_EQ(s.log_level, "error");
   EXPECT_EQ(s.log_sink, "file:/tmp/x.log");
   EXPECT_EQ(s.origins.at("backend"), "CUDAMUX_BACKEND");
-  EXPECT_EQ(s.origins.at("plugin_path"), "CUDAMUX_PLUGIN_PATH");
+  EXPECT_EQ(s.origins.at("plugin_path"), "CUDAMUX_PLUGIN_PATH, then " + s.source + ":2:15");
   EXPECT_EQ(s.origins.at("log.level"), "CUDAMUX_LOG_LEVEL");
   EXPECT_EQ(s.origins.at("log.sink"), "CUDAMUX_LOG_SINK");
   EXPECT_EQ(s.origins.at("driver_version"), "built-in default");
