@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds cudamux and runs the whole test suite three times over:
+#   1. RelWithDebInfo, warnings as errors;
+#   2. ASan + UBSan over every test;
+#   3. TSan over the concurrent parts (mock queues, driver conformance).
+# Set CUDAMUX_TEST_QUICK=1 to run only the first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-debian.sh
+jobs=$(nproc)
+
+echo "== build and test (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAMUX_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
+
+if [[ "${CUDAMUX_TEST_QUICK:-0}" == 1 ]]; then exit 0; fi
+
+echo "== build and test (ASan + UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUDAMUX_SANITIZE=address \
+  -DCUDAMUX_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+
+echo "== build and test (TSan, concurrent parts)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUDAMUX_SANITIZE=thread \
+  -DCUDAMUX_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 900 -L concurrency
