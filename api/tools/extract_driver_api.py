@@ -24,12 +24,15 @@ parameter types (typedefs resolved); ties (identical signatures, e.g. cuCtxCreat
 and cuCtxCreate_v2) are resolved by pairing PFNs in version order with symbols in
 suffix order (plain, _v2, _v3, ...).
 
-Symbols without a PFN typedef (rule, applied in this order):
-  1. a per-thread symbol takes the version of its legacy twin's PFN, raised to
-     7000 (CUDA 7.0 introduced per-thread default stream symbols);
-  2. any other symbol takes the lowest PFN version of its function that no symbol
-     claimed; failing that, one more than... no: failing that the extractor stops
-     and asks for an entry in VERSION_OVERRIDES (so nothing is guessed silently).
+Symbols without a PFN typedef (none in CUDA 13.0, but the rules stay for new headers):
+  1. a per-thread symbol takes the version of its legacy twin, raised to 7000
+     (CUDA 7.0 introduced the per-thread default stream entry points);
+  2. anything else must be listed in VERSION_OVERRIDES with the reason: the
+     extractor stops rather than guess. (A function declared in cuda.h with no PFN
+     at all would be reported here too.)
+Only what cuda.h declares is extracted: graphics-interop entry points that NVIDIA's
+libcuda also exports but declares in cudaGL.h / cudaEGL.h / cudaVDPAU.h are not in
+the table yet.
 
 Re-running preserves the "status" of every symbol already in driver_api.json.
 """
