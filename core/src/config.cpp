@@ -290,7 +290,8 @@ void apply_env(Settings& s) {
                                  "CUDAMUX_PLUGIN_PATH");
     s.plugin_paths.insert(s.plugin_paths.begin(), paths.begin(), paths.end());
     std::string& origin = s.origins["plugin_path"];
-    origin = origin == kBuiltInOrigin ? "CUDAMUX_PLUGIN_PATH" : "CUDAMUX_PLUGIN_PATH, then " + origin;
+    origin =
+        origin == kBuiltInOrigin ? "CUDAMUX_PLUGIN_PATH" : "CUDAMUX_PLUGIN_PATH, then " + origin;
   }
   if (const char* v = env("CUDAMUX_LOG_LEVEL")) {
     auto level = normalize_level(v);

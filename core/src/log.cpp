@@ -79,7 +79,6 @@ void configure(const config::Settings& settings) {
   api::detail::g_trace.store(level == spdlog::level::trace, std::memory_order_relaxed);
 
   if (!fallback_error.empty()) logger->error("{}", fallback_error);
-  for (const std::string& w : settings.warnings) logger->warn("{}", w);
   if (logger->should_log(spdlog::level::debug)) {
     std::string paths;
     for (const std::string& p : settings.plugin_paths) paths += (paths.empty() ? "" : ":") + p;

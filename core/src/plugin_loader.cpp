@@ -256,7 +256,7 @@ LoadedBackend load_backend(const config::Settings& settings,
     logger->warn("plugin {} calls itself '{}', expected '{}'", result.file, h->backend->name(),
                  result.name);
   }
-  logger->info("backend '{}' loaded from {} ({})", result.name, result.file, result.reason);
+  logger->debug("backend '{}' created", result.name);  // cuInit logs the choice at info
   result.backend = h->backend;
   return result;
 }

@@ -105,13 +105,6 @@ TEST_F(LogTest, OffSilencesEverything) {
   EXPECT_THAT(slurp(dir() / "cudamux.log"), Not(HasSubstr("never")));
 }
 
-TEST_F(LogTest, ConfigWarningsAreLoggedOnConfigure) {
-  config::Settings s = file_settings("warn");
-  s.warnings.push_back("/x.toml:3:1: warning: unknown key 'frobnicate' (ignored)");
-  log::configure(s);
-  EXPECT_THAT(slurp(dir() / "cudamux.log"), HasSubstr("unknown key 'frobnicate'"));
-}
-
 TEST_F(LogTest, DebugLevelReportsWhereSettingsCameFrom) {
   config::Settings s = file_settings("debug");
   s.origins["backend"] = "CUDAMUX_BACKEND";

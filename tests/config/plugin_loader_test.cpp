@@ -160,10 +160,11 @@ TEST_F(PluginLoaderTest, BrokenFirstFileIsAnErrorNotASkip) {
 TEST_F(PluginLoaderTest, UnresolvedSymbolFailsAtLoadTime) {
   const config::Settings s = settings("unresolved");
   const std::string msg = load_error(s);
-  EXPECT_THAT(msg, AllOf(HasSubstr((kPluginDir / "libcudamux-unresolved.so").string()),
-                         HasSubstr("the dynamic loader refused it: " +
-                                   (kPluginDir / "libcudamux-unresolved.so").string() +
-                                   ": undefined symbol: cudamux_test_symbol_that_does_not_exist\n")));
+  EXPECT_THAT(msg,
+              AllOf(HasSubstr((kPluginDir / "libcudamux-unresolved.so").string()),
+                    HasSubstr("the dynamic loader refused it: " +
+                              (kPluginDir / "libcudamux-unresolved.so").string() +
+                              ": undefined symbol: cudamux_test_symbol_that_does_not_exist\n")));
   expect_lists_search_path(msg, s);
 }
 

@@ -12,9 +12,10 @@ namespace cudamux::log {
 
 // Replaces the logger with one per settings (level, sink; pattern
 // "[cudamux] [level] message", file sinks add time and pid:tid), sets
-// api::detail::g_trace to (level == trace), then logs settings.warnings and,
-// at debug level, where each setting came from. Never throws: a file sink that
-// can't be opened falls back to stderr with an error message saying so.
+// api::detail::g_trace to (level == trace), then logs at debug level where each
+// setting came from. settings.warnings are the caller's to log (cuInit does).
+// Never throws: a file sink that can't be opened falls back to stderr with an
+// error message saying so.
 void configure(const config::Settings& settings);
 
 // The current logger; before configure(), a stderr logger at warn level so that
