@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,15 +44,24 @@ std::shared_ptr<spdlog::logger> make_default() {
 }
 
 // Intentionally leaked: CUDA calls from static destructors and atexit handlers
-// must still find a logger after this library's own statics are gone.
-std::atomic<std::shared_ptr<spdlog::logger>>& current() {
-  static auto* holder = new std::atomic<std::shared_ptr<spdlog::logger>>(make_default());
+// must still find a logger after this library's own statics are gone. A mutex
+// rather than atomic<shared_ptr>: GCC 12's is lock-based anyway, and opaque to TSan.
+struct Current {
+  std::mutex mutex;
+  std::shared_ptr<spdlog::logger> logger = make_default();
+};
+Current& current() {
+  static auto* holder = new Current;
   return *holder;
 }
 
 }  // namespace
 
-std::shared_ptr<spdlog::logger> get() { return current().load(std::memory_order_acquire); }
+std::shared_ptr<spdlog::logger> get() {
+  Current& c = current();
+  std::lock_guard lock(c.mutex);
+  return c.logger;
+}
 
 void configure(const config::Settings& settings) {
   const auto level = to_spdlog(settings.log_level);
@@ -75,7 +85,11 @@ void configure(const config::Settings& settings) {
     sink->set_pattern(kConsolePattern);
   }
   auto logger = make_logger(std::move(sink), level);
-  current().store(logger, std::memory_order_release);
+  {
+    Current& c = current();
+    std::lock_guard lock(c.mutex);
+    c.logger = logger;  // the previous one lives on in whoever still holds it
+  }
   api::detail::g_trace.store(level == spdlog::level::trace, std::memory_order_relaxed);
 
   if (!fallback_error.empty()) logger->error("{}", fallback_error);

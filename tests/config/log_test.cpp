@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "cudamux/api_support.hpp"
 #include "test_support.hpp"
@@ -111,6 +114,21 @@ TEST_F(LogTest, DebugLevelReportsWhereSettingsCameFrom) {
   s.backend = "mock";
   log::configure(s);
   EXPECT_THAT(slurp(dir() / "cudamux.log"), HasSubstr("backend = 'mock' (from CUDAMUX_BACKEND)"));
+}
+
+TEST_F(LogTest, LoggingWhileReconfiguringIsSafe) {
+  // Threads keep logging through whichever logger they got while configure() swaps it.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&stop] {
+      while (!stop.load()) log::get()->debug("tick");
+    });
+  }
+  for (int i = 0; i < 50; ++i) log::configure(file_settings(i % 2 ? "debug" : "info"));
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(log::get()->level(), spdlog::level::debug);  // the last configure() won
 }
 
 TEST_F(LogTest, UnopenableFileFallsBackToStderrAndSaysSo) {
