@@ -1,0 +1,10 @@
+# Runs PROGRAM; fails unless it exits 0 and its output contains EXPECT.
+execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} exited with ${rc}")
+endif()
+string(FIND "${out}" "${EXPECT}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "${PROGRAM} did not print '${EXPECT}'")
+endif()
