@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <cuda.h>
 
@@ -38,7 +40,7 @@ class table;
 namespace cudamux::backend {
 
 // Bump on every change of this header's types or virtual functions.
-inline constexpr std::uint32_t kAbiVersion = 1;
+inline constexpr std::uint32_t kAbiVersion = 2;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -127,6 +129,92 @@ class ErrorDomain {
   [[nodiscard]] virtual Status invalid_value() const noexcept = 0;
 };
 
+// --- compilation (NVRTC) ---
+
+// CUDA compile options, parsed and validated by the core (unknown options never
+// reach a backend). Backends honour what means something to them.
+struct CompileOptions {
+  int arch = 0;                   // 90 for compute_90 / sm_90; 0: the backend's default
+  bool real_arch = false;         // sm_XX (a CUBIN was asked for) rather than compute_XX
+  bool fmad = true;               // --fmad=false: no FMA contraction
+  bool device_debug = false;      // -G
+  bool line_info = false;         // -lineinfo
+  bool default_device = false;    // -default-device: unannotated functions are __device__
+  bool relocatable = false;       // -rdc=true / -dc
+  std::string std;                // "c++17", "c++20", ...; empty: the default
+  std::vector<std::pair<std::string, std::string>> defines;  // -D name[=value] (value may be empty)
+  std::vector<std::string> undefines;                       // -U name
+  std::vector<std::string> include_paths;                   // -I / --include-path, in order
+  std::vector<std::string> pre_includes;                    // --pre-include
+  std::vector<std::string> extra;  // accepted options with no meaning for any backend so far, verbatim
+};
+
+struct CompileRequest {
+  std::string_view source;
+  std::string_view name;  // the program's file name, for messages ("default_program" if none)
+  std::vector<std::pair<std::string, std::string>> headers;  // include name -> contents
+  CompileOptions options;
+  std::vector<std::string> name_expressions;  // from nvrtcAddNameExpression, in order
+};
+
+struct CompileResult {
+  bool success = false;
+  std::string log;  // compiler messages, in terms of the user's file names and lines
+  // The module image handed out as "PTX" / "CUBIN": self-delimiting (cuModuleLoadData
+  // gets no size) and accepted by this backend's DeviceContext::load_module.
+  std::vector<char> image;
+  std::vector<char> cubin;  // empty when the backend has no distinct CUBIN form
+  std::vector<std::pair<std::string, std::string>> lowered_names;  // expression -> symbol
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // Status is for failures of the compiler itself (not found, crashed): a program with
+  // errors is a successful call with result.success == false.
+  virtual Status compile(const CompileRequest& request, CompileResult& result) = 0;
+  // Architectures accepted in CompileOptions::arch, ascending (nvrtcGetSupportedArchs).
+  [[nodiscard]] virtual std::vector<int> supported_archs() const = 0;
+};
+
+// --- modules and launches ---
+
+struct ParamInfo {
+  std::size_t offset = 0;  // in the packed argument buffer of a launch
+  std::size_t size = 0;
+};
+
+class Function {
+ public:
+  virtual ~Function() = default;
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;  // mangled or extern "C" name
+  // Every CU_FUNC_ATTRIBUTE_* the backend can answer; not_supported() otherwise.
+  virtual Status attribute(CUfunction_attribute attr, int& value) const = 0;
+  // Layout of the parameters (cuFuncGetParamInfo); the core packs kernelParams with it.
+  [[nodiscard]] virtual const std::vector<ParamInfo>& params() const noexcept = 0;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  // Function by name; nullptr when the module has none of that name. Owned by the module.
+  [[nodiscard]] virtual Function* function(std::string_view name) noexcept = 0;
+  // A __device__ / __constant__ variable: device address and size; not found -> false.
+  [[nodiscard]] virtual bool global(std::string_view name, void*& address, std::size_t& bytes) noexcept = 0;
+  // Every function name, for diagnostics and cuModuleEnumerateFunctions.
+  [[nodiscard]] virtual std::vector<std::string_view> function_names() const = 0;
+};
+
+struct LaunchDesc {
+  Function* function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;       // dynamic shared memory
+  const void* args = nullptr;      // packed per Function::params(); valid only during launch()
+  std::size_t args_size = 0;
+  bool cooperative = false;
+};
+
 class Devices {
  public:
   virtual ~Devices() = default;
@@ -165,6 +253,9 @@ class Queue {
   virtual Status wait(Event& event) = 0;
   virtual Status query() = 0;  // ok when idle, else not_ready
   virtual Status synchronize() = 0;
+  // Enqueues a kernel launch; copies desc.args before returning. Errors found while the
+  // kernel runs (assert, illegal address) surface from later query/synchronize calls.
+  virtual Status launch(const LaunchDesc& desc) = 0;
 };
 
 // Per-device execution state; one per CUDA context.
@@ -189,6 +280,9 @@ class DeviceContext {
   // flags: CU_EVENT_* (the core validates them).
   virtual Status create_event(unsigned cu_event_flags, std::unique_ptr<Event>& out) = 0;
   virtual Status synchronize() = 0;  // all queues of this context
+  // Loads a module image (self-delimiting: the backend finds its length). Images the
+  // backend does not recognise give the native code for CUDA_ERROR_INVALID_IMAGE.
+  virtual Status load_module(const void* image, std::unique_ptr<Module>& out) = 0;
 };
 
 // The plugin's root object.
@@ -200,6 +294,8 @@ class Backend {
   [[nodiscard]] virtual Devices& devices() noexcept = 0;
   // flags: CU_CTX_* as given to cuCtxCreate / primary-context flags.
   virtual Status open_context(int ordinal, unsigned cu_ctx_flags, std::unique_ptr<DeviceContext>& out) = 0;
+  // The backend's compiler for NVRTC; nullptr when it has none.
+  [[nodiscard]] virtual Compiler* compiler() noexcept = 0;
 };
 
 }  // namespace cudamux::backend

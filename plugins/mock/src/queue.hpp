@@ -76,6 +76,10 @@ class MockQueue final : public be::Queue {
   be::Status wait(be::Event& event) override;
   be::Status query() override;
   be::Status synchronize() override;
+  // Kernels arrive with issue #3 (mock execution engine); until then: not supported.
+  be::Status launch(const be::LaunchDesc& /*desc*/) override {
+    return be::Status{static_cast<std::int32_t>(CUDA_ERROR_NOT_SUPPORTED)};
+  }
 
   [[nodiscard]] unsigned flags() const noexcept { return flags_; }
   [[nodiscard]] int priority() const noexcept { return priority_; }

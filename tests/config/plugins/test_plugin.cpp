@@ -49,6 +49,7 @@ class Backend final : public be::Backend {
   be::Status open_context(int, unsigned, std::unique_ptr<be::DeviceContext>&) override {
     return {2};
   }
+  be::Compiler* compiler() noexcept override { return nullptr; }
 
  private:
   Errors errors_;
