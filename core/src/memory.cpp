@@ -638,8 +638,39 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
       *static_cast<CUmemoryPool*>(data) = nullptr;  // none of ours come from a pool yet
       return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      // CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS: 0x1 read-only, 0x3 read-write, 0 no access.
+      if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
+      if (!a) {
+        *static_cast<unsigned int*>(data) = 0u;
+      } else {
+        const bool read_only =
+            a->kind == AllocKind::host_registered && (a->flags & CU_MEMHOSTREGISTER_READ_ONLY);
+        *static_cast<unsigned int*>(data) = read_only ? 0x1u : 0x3u;
+      }
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+      // Without the VMM API every allocation is exactly one mapping.
+      if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<size_t*>(data) = a ? a->size : 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+      if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<void**>(data) = a ? reinterpret_cast<void*>(a->base) : nullptr;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      // One physical allocation per allocation: the (never reused) buffer id serves.
+      if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<unsigned long long*>(data) = a ? a->buffer_id : 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+      if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
+      put_bool(false);  // no backend exposes a decompression engine
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+      return CUDA_ERROR_NOT_SUPPORTED;  // needs the nv-p2p kernel interface
     default:
-      return CUDA_ERROR_NOT_SUPPORTED;
+      return CUDA_ERROR_INVALID_VALUE;  // not a CUpointer_attribute value
   }
 }
 }  // namespace
