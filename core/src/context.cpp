@@ -87,10 +87,16 @@ void destroy_context_contents(Context& ctx) {
     if (e->ctx == &ctx && core.events.erase(reinterpret_cast<std::uintptr_t>(e->handle))) delete e;
   }
   std::vector<Stream*> streams;
+  std::vector<std::unique_ptr<Stream>> retired_streams;
+  std::vector<std::unique_ptr<Event>> retired_events;
   {
     std::lock_guard lock(ctx.order_mutex);
     streams.swap(ctx.streams);
+    retired_streams.swap(ctx.retired_streams);
+    retired_events.swap(ctx.retired_events);
   }
+  retired_events.clear();
+  retired_streams.clear();
   for (Stream* s : streams) {
     if (core.streams.erase(reinterpret_cast<std::uintptr_t>(s->handle))) delete s;
   }

@@ -80,6 +80,11 @@ struct Context {
   std::vector<Stream*> streams;  // user + per-thread streams, owned via the handle table
   std::uint64_t legacy_submitted = 0;  // submissions to the legacy stream
   std::uint64_t legacy_marker_at = 0;  // legacy_submitted when its marker was last recorded
+  // Streams and events destroyed while their work was pending: cuStreamDestroy and
+  // cuEventDestroy return at once (CUDA's rule) and the objects are freed once idle, at
+  // the latest with the context. Guarded by order_mutex.
+  std::vector<std::unique_ptr<Stream>> retired_streams;
+  std::vector<std::unique_ptr<Event>> retired_events;
 };
 
 enum class AllocKind : std::uint8_t { device, host_alloc, host_registered, managed };

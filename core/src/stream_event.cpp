@@ -16,6 +16,20 @@ using core::Stream;
 
 namespace {
 
+// Moves the retired objects whose work is complete from `retired` to `idle`.
+template <class T, class Done>
+void reap_idle(std::vector<std::unique_ptr<T>>& retired, std::vector<std::unique_ptr<T>>& idle,
+               Done&& done) {
+  for (auto it = retired.begin(); it != retired.end();) {
+    if (done(**it)) {
+      idle.push_back(std::move(*it));
+      it = retired.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 CUresult create_stream(CUstream* phStream, unsigned flags, int priority, const char* fn) {
   if (!phStream) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING))
@@ -135,15 +149,23 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
     return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy", "invalid stream");
   if (!core.streams.erase(reinterpret_cast<std::uintptr_t>(hStream)))
     return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy", "stream destroyed concurrently");
+  // CUDA: "in case the device is still doing work in the stream when cuStreamDestroy() is
+  // called, the function will return immediately and the resources are released
+  // automatically once the device has completed all work". So a stream with pending work
+  // is retired, not synchronised (that could deadlock a program whose pending work waits
+  // on the host), and freed by a later destroy once idle, or with its context.
+  Context& ctx = *s->ctx;
+  std::vector<std::unique_ptr<Stream>> idle;
   {
-    std::lock_guard lock(s->ctx->order_mutex);
-    std::erase(s->ctx->streams, s);
+    std::lock_guard lock(ctx.order_mutex);
+    std::erase(ctx.streams, s);
+    // Legacy-stream work submitted later must still wait for this blocking stream's work.
+    if (s->blocking() && s->has_unsynced_work && s->queue->record(*s->marker).ok())
+      (void)ctx.legacy->queue->wait(*s->marker);
+    ctx.retired_streams.emplace_back(s);
+    reap_idle(ctx.retired_streams, idle, [](const Stream& r) { return r.queue->query().ok(); });
   }
-  // Pending work completes before the stream's resources go (CUDA defers the release;
-  // the observable result is the same).
-  (void)s->queue->synchronize();
-  delete s;
-  return CUDA_SUCCESS;
+  return CUDA_SUCCESS;  // `idle` streams are freed here, outside the lock
 }
 CUresult cuStreamDestroy(CUstream hStream) { return impl::cuStreamDestroy_v2(hStream); }
 
@@ -260,10 +282,17 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
   Core& core = Core::get();
   Event* e = core.events.erase(reinterpret_cast<std::uintptr_t>(hEvent));
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy", "invalid event");
-  // A record still in flight must not touch a freed event.
-  (void)e->impl->synchronize();
-  delete e;
-  return CUDA_SUCCESS;
+  // CUDA: destroying an event whose record is pending "does not block on completion of
+  // the event"; a record still in flight must not touch a freed event, so such an event
+  // is retired and freed once complete (or with its context).
+  Context& ctx = *e->ctx;
+  std::vector<std::unique_ptr<Event>> idle;
+  {
+    std::lock_guard lock(ctx.order_mutex);
+    ctx.retired_events.emplace_back(e);
+    reap_idle(ctx.retired_events, idle, [](const Event& r) { return r.impl->query().ok(); });
+  }
+  return CUDA_SUCCESS;  // `idle` events are freed here, outside the lock
 }
 CUresult cuEventDestroy(CUevent hEvent) { return impl::cuEventDestroy_v2(hEvent); }
 
