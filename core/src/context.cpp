@@ -122,11 +122,11 @@ void destroy_context_contents(Context& ctx) {
   ctx.impl.reset();
 }
 
-CUresult destroy_context(CUcontext handle) {
+CUresult destroy_context(CUcontext handle, bool pop) {
   Core& core = Core::get();
   Context* ctx = core.contexts.erase(reinterpret_cast<std::uintptr_t>(handle));
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
-  forget_context_on_this_thread(handle);
+  if (pop) forget_context_on_this_thread(handle);
   destroy_context_contents(*ctx);
   delete ctx;
   return CUDA_SUCCESS;
@@ -375,8 +375,10 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   std::lock_guard lock(primary.mutex);
   if (primary.retain_count <= 0)
     return reject(CUDA_ERROR_INVALID_CONTEXT, "cuDevicePrimaryCtxRelease", "primary context not retained");
-  if (--primary.retain_count == 0) {
-    (void)core::destroy_context(primary.handle);
+  if (--primary.retain_count == 0 && primary.handle) {
+    // CUDA: "unlike cuCtxDestroy() this method does not pop the context from stack in
+    // any circumstances".
+    (void)core::destroy_context(primary.handle, /*pop=*/false);
     primary.handle = nullptr;
   }
   return CUDA_SUCCESS;
@@ -388,9 +390,10 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxReset", "no such device");
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
-  if (primary.handle) (void)core::destroy_context(primary.handle);
+  // CUDA: "Resetting the primary context does not release it": the retain count stays,
+  // so modules that retained it may still (safely) release it; a retain creates it anew.
+  if (primary.handle) (void)core::destroy_context(primary.handle, /*pop=*/false);
   primary.handle = nullptr;
-  primary.retain_count = 0;
   primary.flags = 0;
   return CUDA_SUCCESS;
 }
@@ -403,7 +406,8 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* acti
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
   *flags = primary.flags;
-  *active = primary.retain_count > 0 ? 1 : 0;
+  // Active: the context exists (retained and not reset since).
+  *active = primary.handle && core::context_of(primary.handle) ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
@@ -424,7 +428,7 @@ CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   if (core.valid_device(dev)) {
     auto& primary = core.device(dev).primary;
     std::lock_guard lock(primary.mutex);
-    if (primary.retain_count > 0)
+    if (primary.handle && core::context_of(primary.handle))
       return reject(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cuDevicePrimaryCtxSetFlags", "primary context is active");
   }
   return impl::cuDevicePrimaryCtxSetFlags_v2(dev, flags);

@@ -192,7 +192,9 @@ CUresult make_stream(Context& ctx, StreamKind kind, unsigned flags, int priority
                      std::unique_ptr<Stream>& out);
 // Creates a context (not pushed) / destroys one by handle.
 CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out);
-CUresult destroy_context(CUcontext handle);
+// `pop`: also remove it from the calling thread's context stack (cuCtxDestroy does,
+// the primary-context release and reset do not).
+CUresult destroy_context(CUcontext handle, bool pop = true);
 // Destroys a context and everything in it (streams, events, allocations).
 void destroy_context_contents(Context& ctx);
 
