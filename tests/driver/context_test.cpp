@@ -430,12 +430,46 @@ TEST_F(PrimaryContext, FlagsAndReset) {
   EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxPushCurrent_v2(p));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree_v2(mem)) << "reset freed the allocation";
   // Retain after reset gives a working context again.
-  ASSERT_OK(cuDevicePrimaryCtxRetain(&p, dev));
+  CUcontext again = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&again, dev));
+  ASSERT_OK(cuCtxPushCurrent_v2(again));
+  ASSERT_OK(cuMemAlloc_v2(&mem, 4096));
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
   ASSERT_OK(cuDevicePrimaryCtxReset(dev));
   ASSERT_OK(cuDevicePrimaryCtxSetFlags_v2(dev, 0));
+  // "Resetting the primary context does not release it": both retains are still released,
+  // which is documented to be safe after a reset.
+  EXPECT_OK(cuDevicePrimaryCtxRelease_v2(dev));
+  EXPECT_OK(cuDevicePrimaryCtxRelease_v2(dev));
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuDevicePrimaryCtxRelease_v2(dev))
+      << "released more than retained";
+  ASSERT_OK(cuDevicePrimaryCtxGetState(dev, &flags, &active));
+  EXPECT_EQ(active, 0);
 
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDevicePrimaryCtxSetFlags_v2(dev, 0x80000000u));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDevicePrimaryCtxSetFlags(dev, 0x80000000u));
+}
+
+TEST_F(PrimaryContext, ReleaseDoesNotPopTheContext) {
+  // CUDA: "unlike cuCtxDestroy() this method does not pop the context from stack in any
+  // circumstances".
+  CUcontext p = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&p, dev));
+  ASSERT_OK(cuCtxPushCurrent_v2(p));
+  ASSERT_OK(cuDevicePrimaryCtxRelease_v2(dev));
+  EXPECT_EQ(current(), p) << "the released primary context was popped";
+  CUdevice d = 0;
+  // oracle: verify on NVIDIA (a released-to-zero primary context that is still current).
+  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetDevice(&d));
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  EXPECT_EQ(current(), ctx);
+  // The same holds for a reset.
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&p, dev));
+  ASSERT_OK(cuCtxPushCurrent_v2(p));
+  ASSERT_OK(cuDevicePrimaryCtxReset_v2(dev));
+  EXPECT_EQ(current(), p) << "the reset primary context was popped";
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  EXPECT_OK(cuDevicePrimaryCtxRelease_v2(dev));
 }
 
 TEST_F(PrimaryContext, BadArguments) {
