@@ -130,9 +130,10 @@ class Core {
   // Maps a backend status to what the program sees (the central enum policy).
   CUresult map(backend::Status status, const char* what) noexcept;
 
-  HandleTable<Context> contexts;
-  HandleTable<Stream> streams;
-  HandleTable<Event> events;
+  // Each kind has its own handle tag (never 0, 1, 2: null / CU_STREAM_LEGACY / _PER_THREAD).
+  HandleTable<Context> contexts{0xc1};
+  HandleTable<Stream> streams{0xc2};
+  HandleTable<Event> events{0xc3};
 
   std::atomic<unsigned long long> next_context_id{1};
   std::atomic<unsigned long long> next_stream_id{1};

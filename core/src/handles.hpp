@@ -16,7 +16,9 @@ namespace cudamux::core {
 template <class T>
 class HandleTable {
  public:
-  HandleTable() = default;
+  // `tag`: the low byte of every handle of this table; distinct per table, so that a
+  // handle of one kind (a CUevent passed as a CUstream) never names an object of another.
+  explicit HandleTable(std::uint8_t tag) noexcept : tag_(tag) {}
   HandleTable(const HandleTable&) = delete;
   HandleTable& operator=(const HandleTable&) = delete;
   ~HandleTable() {
@@ -46,7 +48,7 @@ class HandleTable {
 
   // Object for a live handle, nullptr for anything else.
   [[nodiscard]] T* find(std::uintptr_t handle) const noexcept {
-    if ((handle & kTagMask) != kTag) return nullptr;
+    if ((handle & kTagMask) != tag_) return nullptr;
     const std::uint32_t index = static_cast<std::uint32_t>((handle >> kIndexShift) & kIndexMask);
     const std::uint32_t gen = static_cast<std::uint32_t>(handle >> kGenShift);
     const Chunk* chunk = (index >> kChunkBits) < kMaxChunks
@@ -94,15 +96,14 @@ class HandleTable {
   using Chunk = std::array<Slot, kChunkSize>;
 
   // Layout of a handle value: generation(32) | index(24) | tag(8).
-  static constexpr std::uintptr_t kTag = 0xc0;
   static constexpr std::uintptr_t kTagMask = 0xff;
   static constexpr unsigned kIndexShift = 8;
   static constexpr std::uintptr_t kIndexMask = 0xffffff;
   static constexpr unsigned kGenShift = 32;
 
-  static std::uintptr_t encode(std::uint32_t index, std::uint32_t gen) noexcept {
+  std::uintptr_t encode(std::uint32_t index, std::uint32_t gen) const noexcept {
     return (static_cast<std::uintptr_t>(gen) << kGenShift) |
-           (static_cast<std::uintptr_t>(index) << kIndexShift) | kTag;
+           (static_cast<std::uintptr_t>(index) << kIndexShift) | tag_;
   }
   Slot& slot_at(std::uint32_t index) noexcept {
     return (*chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
@@ -111,6 +112,7 @@ class HandleTable {
     return (*chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
   }
 
+  const std::uintptr_t tag_;
   mutable std::mutex mutex_;
   std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
   std::vector<std::uint32_t> free_;
