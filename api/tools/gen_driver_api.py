@@ -274,6 +274,8 @@ def gen_impl_hpp(table: dict, header: dict) -> str:
            "// drifts from the API table is a compile error.",
            "#pragma once", "", "#include <cuda.h>", "",
            "// Old-variant types cuda.h declares only for the library itself.", *fwd, "",
+           "// Exported from libcudamux-core.so for the generated entry points of libcuda.so.1.",
+           "#pragma GCC visibility push(default)",
            "namespace cudamux::impl {", ""]
     for fn, v in variants(table):
         if v["status"] != "implemented":
@@ -281,7 +283,7 @@ def gen_impl_hpp(table: dict, header: dict) -> str:
         params = ", ".join(param_decl(respell(p["type"], subst), n)
                            for p, n in zip(v["params"], param_names(v)))
         out.append(f"CUresult {v['symbol']}({params});")
-    out += ["", "}  // namespace cudamux::impl", ""]
+    out += ["", "}  // namespace cudamux::impl", "#pragma GCC visibility pop", ""]
     return "\n".join(out)
 
 

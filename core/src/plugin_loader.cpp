@@ -50,7 +50,7 @@ std::vector<SearchDir> search_dirs(const config::Settings& s) {
                                           ? s.plugin_path_origins[i]
                                           : std::string("plugin_path")});
   }
-  out.push_back({default_plugin_dir(), "default"});
+  if (s.use_default_plugin_dir) out.push_back({default_plugin_dir(), "default"});
   return out;
 }
 

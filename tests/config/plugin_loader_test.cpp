@@ -1,5 +1,6 @@
 #include "cudamux/plugin_loader.hpp"
 
+#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/logger.h>
@@ -65,9 +66,19 @@ TEST_F(PluginLoaderTest, FileName) {
 }
 
 TEST_F(PluginLoaderTest, DefaultFolderIsNextToTheObjectHoldingTheCore) {
-  // The core is linked statically into this test executable.
-  const fs::path exe = fs::canonical("/proc/self/exe");
-  EXPECT_EQ(plugins::default_plugin_dir(), (exe.parent_path() / "cudamux/plugins").string());
+  // The core is libcudamux-core.so.0; find where the dynamic loader mapped it from.
+  std::ifstream maps("/proc/self/maps");
+  std::string line, core_path;
+  while (std::getline(maps, line)) {
+    const auto at = line.find('/');
+    if (at != std::string::npos && line.find("libcudamux-core.so") != std::string::npos) {
+      core_path = line.substr(at);
+      break;
+    }
+  }
+  ASSERT_FALSE(core_path.empty()) << "libcudamux-core.so is not mapped into the test";
+  EXPECT_EQ(plugins::default_plugin_dir(),
+            (fs::canonical(core_path).parent_path() / "cudamux/plugins").string());
 }
 
 TEST_F(PluginLoaderTest, SearchOrderIsEnvThenConfigThenDefault) {
@@ -228,6 +239,7 @@ TEST_F(PluginLoaderTest, AutoWithoutAnyPluginStillSaysWhy) {
   config::Settings s = settings("auto");
   s.plugin_paths = {(dir() / "empty").string()};
   s.plugin_path_origins = {"test"};
+  s.use_default_plugin_dir = false;  // the build's own plugin folder holds a real mock
   EXPECT_THAT(load_error(s),
               AllOf(HasSubstr("cannot load cudamux backend 'mock' (auto: no AMD GPU"),
                     HasSubstr("no libcudamux-mock.so found")));

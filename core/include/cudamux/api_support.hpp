@@ -12,6 +12,10 @@
 
 #include <cuda.h>
 
+// The core's interface to the API libraries (libcuda, libnvrtc, libcudart) and tests:
+// exported from libcudamux-core.so, everything else there stays hidden.
+#pragma GCC visibility push(default)
+
 namespace cudamux::api {
 
 namespace detail {
@@ -86,5 +90,7 @@ struct ProcEntry {
 };
 
 }  // namespace cudamux::api
+
+#pragma GCC visibility pop
 
 #define CUDAMUX_EXPORT extern "C" __attribute__((visibility("default")))

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+// The core's interface to the API libraries (libcuda, libnvrtc, libcudart) and tests:
+// exported from libcudamux-core.so, everything else there stays hidden.
+#pragma GCC visibility push(default)
+
 namespace cudamux::config {
 
 struct Settings {
@@ -29,6 +33,9 @@ struct Settings {
   std::map<std::string, std::string, std::less<>> origins;
   // every config file considered by load(), in lookup order (the one read is `source`).
   std::vector<std::string> candidates;
+  // Search <core library dir>/cudamux/plugins after plugin_paths. Not a config key: tests
+  // (and tools that must not pick up the installed plugins) switch it off.
+  bool use_default_plugin_dir = true;
 };
 
 inline constexpr const char* kBuiltInSource = "<built-in defaults>";
@@ -58,3 +65,5 @@ inline constexpr const char* kLogLevels[] = {"trace", "debug",    "info", "warn"
                                              "error", "critical", "off"};
 
 }  // namespace cudamux::config
+
+#pragma GCC visibility pop

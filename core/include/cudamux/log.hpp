@@ -8,6 +8,10 @@
 
 #include "cudamux/config.hpp"
 
+// The core's interface to the API libraries (libcuda, libnvrtc, libcudart) and tests:
+// exported from libcudamux-core.so, everything else there stays hidden.
+#pragma GCC visibility push(default)
+
 namespace cudamux::log {
 
 // Replaces the logger with one per settings (level, sink; pattern
@@ -23,3 +27,5 @@ void configure(const config::Settings& settings);
 std::shared_ptr<spdlog::logger> get();
 
 }  // namespace cudamux::log
+
+#pragma GCC visibility pop

@@ -15,6 +15,10 @@ namespace spdlog {
 class logger;
 }
 
+// The core's interface to the API libraries (libcuda, libnvrtc, libcudart) and tests:
+// exported from libcudamux-core.so, everything else there stays hidden.
+#pragma GCC visibility push(default)
+
 namespace cudamux::plugins {
 
 // The message names the backend, the file(s) tried, the loader's own message and
@@ -61,3 +65,5 @@ AmdGpuProbe probe_amd_gpu(const std::string& root = "/");
 }  // namespace detail
 
 }  // namespace cudamux::plugins
+
+#pragma GCC visibility pop
