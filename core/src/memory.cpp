@@ -61,6 +61,11 @@ CUresult classify(std::uintptr_t addr, std::size_t extent, bool must_be_device, 
   return CUDA_SUCCESS;
 }
 
+// a * b + c, false when it does not fit in size_t (sizes come from the program).
+bool mul_add(std::size_t a, std::size_t b, std::size_t c, std::size_t& out) noexcept {
+  return !__builtin_mul_overflow(a, b, &out) && !__builtin_add_overflow(out, c, &out);
+}
+
 std::uintptr_t to_addr(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p); }
 std::uintptr_t to_addr(CUdeviceptr p) noexcept { return static_cast<std::uintptr_t>(p); }
 
@@ -115,7 +120,8 @@ struct SideSpec {
 };
 
 CUresult resolve_side(const SideSpec& sp, std::size_t width, std::size_t height, std::size_t depth,
-                      Side& out, std::size_t& pitch, std::size_t& slice, const char* fn) {
+                      Side& out, std::size_t& pitch, std::size_t& slice, std::size_t& extent,
+                      const char* fn) {
   if (sp.type == CU_MEMORYTYPE_ARRAY || sp.array)
     return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "CUDA arrays are not supported yet");
   if (sp.type != CU_MEMORYTYPE_HOST && sp.type != CU_MEMORYTYPE_DEVICE && sp.type != CU_MEMORYTYPE_UNIFIED)
@@ -125,12 +131,17 @@ CUresult resolve_side(const SideSpec& sp, std::size_t width, std::size_t height,
   const std::size_t rows = sp.height ? sp.height : height;
   if (depth > 1 && rows < height)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "slice height smaller than the copy height");
-  slice = pitch * rows;
   const std::uintptr_t base =
       sp.type == CU_MEMORYTYPE_HOST ? reinterpret_cast<std::uintptr_t>(sp.host) : sp.device;
   if (base == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null pointer");
-  const std::uintptr_t start = base + sp.z * slice + sp.y * pitch + sp.x_bytes;
-  const std::size_t extent = (depth - 1) * slice + (height - 1) * pitch + width;
+  // start = base + z*slice + y*pitch + x, extent = (depth-1)*slice + (height-1)*pitch + width,
+  // refusing anything that wraps around (it would pass the bounds check below).
+  std::size_t z_off = 0, yx_off = 0, rows_extent = 0, start = 0;
+  if (!mul_add(pitch, rows, 0, slice) || !mul_add(sp.z, slice, 0, z_off) ||
+      !mul_add(sp.y, pitch, sp.x_bytes, yx_off) || !mul_add(1, z_off, yx_off, start) ||
+      !mul_add(1, base, start, start) || !mul_add(height - 1, pitch, width, rows_extent) ||
+      !mul_add(depth - 1, slice, rows_extent, extent))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "offsets or sizes overflow the address space");
   return classify(start, extent, sp.type == CU_MEMORYTYPE_DEVICE, out, fn);
 }
 
@@ -141,8 +152,11 @@ CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, st
   if (width == 0 || height == 0 || depth == 0) return CUDA_SUCCESS;
   Side ds, ss;
   backend::CopyDesc d;
-  if (CUresult r = resolve_side(dst, width, height, depth, ds, d.dst_pitch, d.dst_slice, fn)) return r;
-  if (CUresult r = resolve_side(src, width, height, depth, ss, d.src_pitch, d.src_slice, fn)) return r;
+  std::size_t dst_extent = 0, src_extent = 0;
+  if (CUresult r = resolve_side(dst, width, height, depth, ds, d.dst_pitch, d.dst_slice, dst_extent, fn))
+    return r;
+  if (CUresult r = resolve_side(src, width, height, depth, ss, d.src_pitch, d.src_slice, src_extent, fn))
+    return r;
   d.dst = reinterpret_cast<void*>(ds.addr);
   d.src = reinterpret_cast<const void*>(ss.addr);
   d.dst_kind = ds.kind;
@@ -152,8 +166,6 @@ CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, st
   d.width_bytes = width;
   d.height = height;
   d.depth = depth;
-  const std::size_t dst_extent = (depth - 1) * d.dst_slice + (height - 1) * d.dst_pitch + width;
-  const std::size_t src_extent = (depth - 1) * d.src_slice + (height - 1) * d.src_pitch + width;
   if (overlaps(ds.addr, dst_extent, ss.addr, src_extent))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "source and destination ranges overlap");
   return run_copy(*s, d, sync, fn);
@@ -198,9 +210,13 @@ CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsi
   if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
   if (dst % elem != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
   if (width == 0 || height == 0) return CUDA_SUCCESS;
-  if (height == 1 && pitch == 0) pitch = width * elem;
-  if (pitch < width * elem) return reject(CUDA_ERROR_INVALID_VALUE, fn, "pitch smaller than the row width");
-  const std::size_t extent = (height - 1) * pitch + width * elem;
+  std::size_t row_bytes = 0, extent = 0;
+  if (!mul_add(width, elem, 0, row_bytes))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "size overflows the address space");
+  if (height == 1 && pitch == 0) pitch = row_bytes;
+  if (pitch < row_bytes) return reject(CUDA_ERROR_INVALID_VALUE, fn, "pitch smaller than the row width");
+  if (!mul_add(height - 1, pitch, row_bytes, extent))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "size overflows the address space");
   Side side;
   if (CUresult r = classify(dst, extent, true, side, fn)) return r;
   backend::FillDesc d;
