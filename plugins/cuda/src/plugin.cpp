@@ -1,0 +1,586 @@
+// The cuda backend: every operation passes through to NVIDIA's driver, loaded by full
+// path (driver_locator.hpp). It adds no behaviour of its own: values and errors are
+// NVIDIA's, mapped by the core with the identity (native codes are CUresult values).
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "cudamux/backend.hpp"
+#include "driver_locator.hpp"
+
+namespace cudamux::cuda {
+namespace {
+
+namespace be = cudamux::backend;
+
+constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+class NvidiaErrors final : public be::ErrorDomain {
+ public:
+  explicit NvidiaErrors(const NvidiaApi* api) : api_(api) {}
+  // Identity for every code NVIDIA's driver has a name for; without a driver loaded the
+  // only codes are the backend's own, all CUresult values.
+  [[nodiscard]] std::optional<CUresult> to_cuda(std::int32_t native) const noexcept override {
+    const char* name = nullptr;
+    if (api_ != nullptr &&
+        api_->cuGetErrorName(static_cast<CUresult>(native), &name) != CUDA_SUCCESS) {
+      return std::nullopt;
+    }
+    return static_cast<CUresult>(native);
+  }
+  [[nodiscard]] std::string_view native_name(std::int32_t native) const noexcept override {
+    const char* name = nullptr;
+    if (api_ != nullptr &&
+        api_->cuGetErrorName(static_cast<CUresult>(native), &name) == CUDA_SUCCESS &&
+        name != nullptr) {
+      return name;  // NVIDIA's static strings
+    }
+    return "CUresult <unknown to NVIDIA's driver>";
+  }
+  [[nodiscard]] be::Status not_ready() const noexcept override {
+    return status(CUDA_ERROR_NOT_READY);
+  }
+  [[nodiscard]] be::Status not_supported() const noexcept override {
+    return status(CUDA_ERROR_NOT_SUPPORTED);
+  }
+  [[nodiscard]] be::Status out_of_memory() const noexcept override {
+    return status(CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  [[nodiscard]] be::Status invalid_value() const noexcept override {
+    return status(CUDA_ERROR_INVALID_VALUE);
+  }
+
+ private:
+  const NvidiaApi* api_;
+};
+
+// A real CUcontext plus an id unique for the process's lifetime: a handle value can
+// be reused by NVIDIA after a destroy, an id never is.
+struct RealContext {
+  CUcontext handle = nullptr;
+  std::uint64_t id = 0;
+};
+std::atomic<std::uint64_t> g_next_context_id{1};
+// The RealContext::id this thread last made current in NVIDIA's driver. Only this
+// plugin talks to NVIDIA's driver in the process, so the cache cannot go stale.
+thread_local std::uint64_t t_current_id = 0;
+
+be::Status make_current(const NvidiaApi& api, const RealContext& ctx) {
+  if (t_current_id == ctx.id) return be::kOk;
+  if (const CUresult r = api.cuCtxSetCurrent(ctx.handle); r != CUDA_SUCCESS) return status(r);
+  t_current_id = ctx.id;
+  return be::kOk;
+}
+
+class NvidiaEvent final : public be::Event {
+ public:
+  NvidiaEvent(const NvidiaApi& api, CUevent e) : api_(api), event_(e) {}
+  ~NvidiaEvent() override { (void)api_.cuEventDestroy_v2(event_); }
+  NvidiaEvent(const NvidiaEvent&) = delete;
+  NvidiaEvent& operator=(const NvidiaEvent&) = delete;
+
+  be::Status query() override { return status(api_.cuEventQuery(event_)); }
+  be::Status synchronize() override { return status(api_.cuEventSynchronize(event_)); }
+  be::Status elapsed_since(const be::Event& start, float& ms) const override {
+    const auto& s = static_cast<const NvidiaEvent&>(start);
+    return status(api_.cuEventElapsedTime_v2(&ms, s.event_, event_));
+  }
+  [[nodiscard]] CUevent handle() const noexcept { return event_; }
+
+ private:
+  const NvidiaApi& api_;
+  const CUevent event_;
+};
+
+class NvidiaQueue;
+
+// The queues of one DeviceContext, for DeviceContext::synchronize.
+struct QueueRegistry {
+  std::mutex mu;
+  std::set<NvidiaQueue*> queues;
+};
+
+class NvidiaQueue final : public be::Queue {
+ public:
+  NvidiaQueue(const NvidiaApi& api, RealContext ctx, CUstream s,
+              std::shared_ptr<QueueRegistry> registry)
+      : api_(api), ctx_(ctx), stream_(s), registry_(std::move(registry)) {
+    std::lock_guard lock(registry_->mu);
+    registry_->queues.insert(this);
+  }
+  ~NvidiaQueue() override {
+    {
+      std::lock_guard lock(registry_->mu);
+      registry_->queues.erase(this);
+    }
+    (void)api_.cuStreamDestroy_v2(stream_);  // NVIDIA finishes pending work on its own
+  }
+  NvidiaQueue(const NvidiaQueue&) = delete;
+  NvidiaQueue& operator=(const NvidiaQueue&) = delete;
+
+  be::Status copy(const be::CopyDesc& d) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    if (d.height == 1 && d.depth == 1) {
+      // Unified addressing: NVIDIA infers each side's memory from the pointer.
+      return status(api_.cuMemcpyAsync(dptr(d.dst), dptr(d.src), d.width_bytes, stream_));
+    }
+    if (d.depth == 1) {
+      CUDA_MEMCPY2D p{};
+      side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
+      p.srcPitch = d.src_pitch;
+      side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
+      p.dstPitch = d.dst_pitch;
+      p.WidthInBytes = d.width_bytes;
+      p.Height = d.height;
+      return status(api_.cuMemcpy2DAsync_v2(&p, stream_));
+    }
+    CUDA_MEMCPY3D p{};
+    side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
+    p.srcPitch = d.src_pitch;
+    p.srcHeight = d.src_slice / d.src_pitch;
+    side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
+    p.dstPitch = d.dst_pitch;
+    p.dstHeight = d.dst_slice / d.dst_pitch;
+    p.WidthInBytes = d.width_bytes;
+    p.Height = d.height;
+    p.Depth = d.depth;
+    return status(api_.cuMemcpy3DAsync_v2(&p, stream_));
+  }
+
+  be::Status copy_sync(const be::CopyDesc& d) override {
+    if (auto st = copy(d); !st.ok()) return st;
+    return synchronize();
+  }
+
+  be::Status fill(const be::FillDesc& d) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    const CUdeviceptr dst = dptr(d.dst);
+    const std::size_t w = d.width_elems;
+    if (d.height == 1) {
+      switch (d.elem_size) {
+        case 1: return status(api_.cuMemsetD8Async(dst, static_cast<unsigned char>(d.value), w, stream_));
+        case 2: return status(api_.cuMemsetD16Async(dst, static_cast<unsigned short>(d.value), w, stream_));
+        case 4: return status(api_.cuMemsetD32Async(dst, d.value, w, stream_));
+        default: return status(CUDA_ERROR_INVALID_VALUE);
+      }
+    }
+    switch (d.elem_size) {
+      case 1:
+        return status(api_.cuMemsetD2D8Async(dst, d.pitch, static_cast<unsigned char>(d.value), w,
+                                             d.height, stream_));
+      case 2:
+        return status(api_.cuMemsetD2D16Async(dst, d.pitch, static_cast<unsigned short>(d.value),
+                                              w, d.height, stream_));
+      case 4:
+        return status(api_.cuMemsetD2D32Async(dst, d.pitch, d.value, w, d.height, stream_));
+      default: return status(CUDA_ERROR_INVALID_VALUE);
+    }
+  }
+
+  be::Status host_function(void (*fn)(void*), void* user) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuLaunchHostFunc(stream_, fn, user));
+  }
+  be::Status record(be::Event& event) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuEventRecord(static_cast<NvidiaEvent&>(event).handle(), stream_));
+  }
+  be::Status wait(be::Event& event) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(), 0));
+  }
+  be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
+  be::Status synchronize() override { return status(api_.cuStreamSynchronize(stream_)); }
+  be::Status launch(const be::LaunchDesc& /*desc*/) override {
+    // Kernels arrive with issue 3 (modules): cuModuleLoadData / cuLaunchKernel passthrough.
+    return status(CUDA_ERROR_NOT_SUPPORTED);
+  }
+
+ private:
+  // HOST for pageable memory (NVIDIA stages it), UNIFIED (the pointer says where) otherwise.
+  static void side(const void* p, be::MemKind kind, std::size_t /*pitch*/, CUmemorytype& type,
+                   const void*& host, CUdeviceptr& device) {
+    if (kind == be::MemKind::host_pageable) {
+      type = CU_MEMORYTYPE_HOST;
+      host = p;
+    } else {
+      type = CU_MEMORYTYPE_UNIFIED;
+      device = dptr(p);
+    }
+  }
+  static void side(void* p, be::MemKind kind, std::size_t pitch, CUmemorytype& type, void*& host,
+                   CUdeviceptr& device) {
+    const void* h = nullptr;
+    side(static_cast<const void*>(p), kind, pitch, type, h, device);
+    host = const_cast<void*>(h);
+  }
+
+  const NvidiaApi& api_;
+  const RealContext ctx_;
+  const CUstream stream_;
+  const std::shared_ptr<QueueRegistry> registry_;
+};
+
+class NvidiaBackend;
+
+class NvidiaContext final : public be::DeviceContext {
+ public:
+  NvidiaContext(NvidiaBackend& backend, int ordinal, RealContext ctx)
+      : backend_(backend), api_(api_of(backend)), ordinal_(ordinal), ctx_(ctx),
+        queues_(std::make_shared<QueueRegistry>()) {}
+  ~NvidiaContext() override;
+  NvidiaContext(const NvidiaContext&) = delete;
+  NvidiaContext& operator=(const NvidiaContext&) = delete;
+
+  [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
+
+  be::Status allocate(std::size_t bytes, void** out) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUdeviceptr p = 0;
+    const CUresult r = api_.cuMemAlloc_v2(&p, bytes);
+    if (r == CUDA_SUCCESS) *out = reinterpret_cast<void*>(p);
+    return status(r);
+  }
+  be::Status free(void* ptr) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuMemFree_v2(dptr(ptr)));
+  }
+  be::Status allocate_host(std::size_t bytes, unsigned flags, void** out) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuMemHostAlloc(out, bytes, flags));
+  }
+  be::Status free_host(void* ptr) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuMemFreeHost(ptr));
+  }
+  be::Status allocate_managed(std::size_t bytes, unsigned flags, void** out) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUdeviceptr p = 0;
+    const CUresult r = api_.cuMemAllocManaged(&p, bytes, flags);
+    if (r == CUDA_SUCCESS) *out = reinterpret_cast<void*>(p);
+    return status(r);
+  }
+  be::Status free_managed(void* ptr) override { return free(ptr); }
+  be::Status register_host(void* ptr, std::size_t bytes, unsigned flags) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuMemHostRegister_v2(ptr, bytes, flags));
+  }
+  be::Status unregister_host(void* ptr) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuMemHostUnregister(ptr));
+  }
+  be::Status host_device_pointer(void* host, void** device) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUdeviceptr p = 0;
+    const CUresult r = api_.cuMemHostGetDevicePointer_v2(&p, host, 0);
+    if (r == CUDA_SUCCESS) *device = reinterpret_cast<void*>(p);
+    return status(r);
+  }
+
+  be::Status create_queue(unsigned flags, int priority, std::unique_ptr<be::Queue>& out) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    // Always non-blocking towards NVIDIA's own legacy stream: the core orders its
+    // blocking streams against its legacy stream itself (core/src/submit.inl), and we
+    // never submit to NVIDIA's legacy stream, so NVIDIA's ordering would only add
+    // synchronisation across cudamux contexts sharing a primary context.
+    (void)flags;
+    CUstream s = nullptr;
+    if (const CUresult r = api_.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority);
+        r != CUDA_SUCCESS) {
+      return status(r);
+    }
+    out = std::make_unique<NvidiaQueue>(api_, ctx_, s, queues_);
+    return be::kOk;
+  }
+  be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUevent e = nullptr;
+    if (const CUresult r = api_.cuEventCreate(&e, flags); r != CUDA_SUCCESS) return status(r);
+    out = std::make_unique<NvidiaEvent>(api_, e);
+    return be::kOk;
+  }
+  be::Status synchronize() override {
+    // This cudamux context's queues only: with shared primary contexts, cuCtxSynchronize
+    // would also wait for other cudamux contexts' work.
+    std::lock_guard lock(queues_->mu);
+    for (NvidiaQueue* q : queues_->queues) {
+      if (auto st = q->synchronize(); !st.ok()) return st;
+    }
+    return be::kOk;
+  }
+  be::Status load_module(const void* /*image*/, std::unique_ptr<be::Module>& /*out*/) override {
+    return status(CUDA_ERROR_NOT_SUPPORTED);  // issue 3: cuModuleLoadData passthrough
+  }
+
+ private:
+  static const NvidiaApi& api_of(NvidiaBackend& b);
+
+  NvidiaBackend& backend_;
+  const NvidiaApi& api_;
+  const int ordinal_;
+  const RealContext ctx_;
+  const std::shared_ptr<QueueRegistry> queues_;
+};
+
+struct DeviceSlot {
+  CUdevice device = 0;
+  // Live real contexts on this device (for memory_info) and, in primary mode, the
+  // retained primary context shared by all cudamux contexts of the device.
+  std::mutex mu;
+  std::vector<RealContext> live;
+  int primary_users = 0;
+  RealContext primary;
+};
+
+class NvidiaDevices final : public be::Devices {
+ public:
+  NvidiaDevices(const NvidiaApi* api, int count) : api_(api), slots_(static_cast<std::size_t>(count)) {}
+
+  [[nodiscard]] int count() const noexcept override { return static_cast<int>(slots_.size()); }
+  [[nodiscard]] bool valid(int ordinal) const noexcept { return ordinal >= 0 && ordinal < count(); }
+  DeviceSlot& slot(int ordinal) const { return slots_[static_cast<std::size_t>(ordinal)]; }
+
+  be::Status properties(int ordinal, be::DeviceProperties& out) const override {
+    if (!valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    const CUdevice dev = slot(ordinal).device;
+    char name[256] = {};
+    if (auto r = api_->cuDeviceGetName(name, sizeof name - 1, dev)) return status(r);
+    out.name = name;
+    CUuuid uuid{};
+    if (auto r = api_->cuDeviceGetUuid_v2(&uuid, dev)) return status(r);
+    for (std::size_t i = 0; i < out.uuid.size(); ++i) {
+      out.uuid[i] = static_cast<unsigned char>(uuid.bytes[i]);
+    }
+    if (auto r = api_->cuDeviceTotalMem_v2(&out.total_memory, dev)) return status(r);
+    const std::pair<CUdevice_attribute, int*> attrs[] = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &out.cc_major},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &out.cc_minor},
+        {CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, &out.pci_domain},
+        {CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, &out.pci_bus},
+        {CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, &out.pci_device}};
+    for (const auto& [attr, value] : attrs) {
+      if (auto r = api_->cuDeviceGetAttribute(value, attr, dev)) return status(r);
+    }
+    return be::kOk;
+  }
+
+  be::Status attribute(int ordinal, CUdevice_attribute attr, int& value) const override {
+    if (!valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    return status(api_->cuDeviceGetAttribute(&value, attr, slot(ordinal).device));
+  }
+
+  be::Status memory_info(int ordinal, std::size_t& free_bytes,
+                         std::size_t& total_bytes) const override {
+    if (!valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    DeviceSlot& s = slot(ordinal);
+    RealContext ctx;
+    {
+      std::lock_guard lock(s.mu);
+      if (!s.live.empty()) ctx = s.live.front();
+    }
+    if (ctx.handle != nullptr) {
+      if (auto st = make_current(*api_, ctx); !st.ok()) return st;
+      return status(api_->cuMemGetInfo_v2(&free_bytes, &total_bytes));
+    }
+    // No context of ours on the device: NVIDIA needs one, borrow its primary context.
+    CUcontext primary = nullptr;
+    if (auto r = api_->cuDevicePrimaryCtxRetain(&primary, s.device)) return status(r);
+    const RealContext temp{primary, g_next_context_id.fetch_add(1)};
+    be::Status st = make_current(*api_, temp);
+    if (st.ok()) st = status(api_->cuMemGetInfo_v2(&free_bytes, &total_bytes));
+    (void)api_->cuDevicePrimaryCtxRelease_v2(s.device);
+    return st;
+  }
+
+  [[nodiscard]] bool can_access_peer(int ordinal, int peer) const noexcept override {
+    if (!valid(ordinal) || !valid(peer)) return false;
+    int can = 0;
+    return api_->cuDeviceCanAccessPeer(&can, slot(ordinal).device, slot(peer).device) ==
+               CUDA_SUCCESS &&
+           can != 0;
+  }
+
+ private:
+  const NvidiaApi* api_;
+  mutable std::vector<DeviceSlot> slots_;
+};
+
+class NvidiaBackend final : public be::Backend {
+ public:
+  NvidiaBackend(std::optional<OpenedDriver> driver, int count, ContextMode mode,
+                std::shared_ptr<spdlog::logger> log)
+      : driver_(std::move(driver)), errors_(driver_ ? &driver_->api : nullptr),
+        devices_(driver_ ? &driver_->api : nullptr, count), mode_(mode), log_(std::move(log)) {
+    for (int i = 0; i < count; ++i) (void)driver_->api.cuDeviceGet(&devices_.slot(i).device, i);
+  }
+
+  [[nodiscard]] std::string_view name() const noexcept override { return "cuda"; }
+  [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
+  [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }
+  [[nodiscard]] be::Compiler* compiler() noexcept override { return nullptr; }  // issue 7: NVRTC
+
+  be::Status open_context(int ordinal, unsigned flags,
+                          std::unique_ptr<be::DeviceContext>& out) override {
+    if (!devices_.valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
+    const NvidiaApi& api = driver_->api;
+    DeviceSlot& s = devices_.slot(ordinal);
+    RealContext ctx;
+    if (mode_ == ContextMode::primary) {
+      std::lock_guard lock(s.mu);
+      if (s.primary_users == 0) {
+        // Scheduling flags can only be set while NVIDIA's primary context is inactive.
+        constexpr unsigned kPrimaryFlags = CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX;
+        unsigned active_flags = 0;
+        int active = 0;
+        if (api.cuDevicePrimaryCtxGetState(s.device, &active_flags, &active) == CUDA_SUCCESS &&
+            !active) {
+          (void)api.cuDevicePrimaryCtxSetFlags_v2(s.device, flags & kPrimaryFlags);
+        }
+        CUcontext h = nullptr;
+        if (auto r = api.cuDevicePrimaryCtxRetain(&h, s.device)) return status(r);
+        s.primary = {h, g_next_context_id.fetch_add(1)};
+        s.live.push_back(s.primary);
+      }
+      ++s.primary_users;
+      ctx = s.primary;
+    } else {
+      CUcontext h = nullptr;
+      if (auto r = api.cuCtxCreate_v4(&h, nullptr, flags, s.device)) return status(r);
+      // cuCtxCreate pushed it on this thread's NVIDIA stack: pop it again, so that what
+      // is current stays what t_current_id says.
+      CUcontext popped = nullptr;
+      (void)api.cuCtxPopCurrent_v2(&popped);
+      ctx = {h, g_next_context_id.fetch_add(1)};
+      std::lock_guard lock(s.mu);
+      s.live.push_back(ctx);
+    }
+    out = std::make_unique<NvidiaContext>(*this, ordinal, ctx);
+    return be::kOk;
+  }
+
+  void close_context(int ordinal, const RealContext& ctx) {
+    const NvidiaApi& api = driver_->api;
+    DeviceSlot& s = devices_.slot(ordinal);
+    std::lock_guard lock(s.mu);
+    if (mode_ == ContextMode::primary) {
+      if (--s.primary_users > 0) return;
+      (void)api.cuDevicePrimaryCtxRelease_v2(s.device);
+    } else {
+      (void)api.cuCtxDestroy_v2(ctx.handle);
+    }
+    std::erase_if(s.live, [&](const RealContext& c) { return c.id == ctx.id; });
+    if (t_current_id == ctx.id) t_current_id = 0;
+  }
+
+  [[nodiscard]] const NvidiaApi& api() const noexcept { return driver_->api; }
+
+ private:
+  std::optional<OpenedDriver> driver_;
+  NvidiaErrors errors_;
+  NvidiaDevices devices_;
+  const ContextMode mode_;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+const NvidiaApi& NvidiaContext::api_of(NvidiaBackend& b) { return b.api(); }
+NvidiaContext::~NvidiaContext() { backend_.close_context(ordinal_, ctx_); }
+
+std::string result_name(const NvidiaApi& api, CUresult r) {
+  const char* name = nullptr;
+  if (api.cuGetErrorName(r, &name) == CUDA_SUCCESS && name != nullptr) return name;
+  return "CUresult " + std::to_string(static_cast<int>(r));
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "\n  " + l;
+  return out;
+}
+
+be::Backend* create(const be::PluginHost& host, std::string& error) {
+  if (host.abi_version != be::kAbiVersion) {
+    error = "cuda backend: host ABI version " + std::to_string(host.abi_version) +
+            ", plugin built for " + std::to_string(be::kAbiVersion);
+    return nullptr;
+  }
+  auto& log = *host.logger;
+  CudaConfig config;
+  if (auto message = parse_config(host.config, host.config_source, log, config)) {
+    error = std::move(*message);
+    return nullptr;
+  }
+  const ContextMode mode = config.contexts;
+  std::optional<OpenedDriver> driver;
+  if (config.driver) {
+    std::string why;
+    driver = open_driver(*config.driver, why);
+    if (!driver) {
+      error = config.driver_origin + ": [cuda] key 'driver': " + *config.driver + " " + why;
+      return nullptr;
+    }
+  } else {
+    const auto dirs = config.search ? *config.search : default_search_dirs();
+    SearchResult found = search_driver(dirs);
+    for (const auto& line : found.tried) log.debug("cuda backend: skipped {}", line);
+    if (!found.driver) {
+      log.warn("cuda backend: no NVIDIA driver found ({} not in any searched folder, or not "
+               "usable); set [cuda] driver to its full path. Searched:{}",
+               kDriverFileName, join(found.tried));
+      return new NvidiaBackend(std::nullopt, 0, mode, host.logger);
+    }
+    driver = std::move(found.driver);
+  }
+  const NvidiaApi& api = driver->api;
+  if (const CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
+    if (r == CUDA_ERROR_NO_DEVICE) {
+      log.warn("cuda backend: NVIDIA's driver {} reports no device (CUDA_ERROR_NO_DEVICE)",
+               driver->path);
+      return new NvidiaBackend(std::move(driver), 0, mode, host.logger);
+    }
+    error = "cuda backend: NVIDIA's driver " + driver->path + " failed to initialise: cuInit " +
+            "returned " + result_name(api, r);
+    return nullptr;
+  }
+  int version = 0;
+  (void)api.cuDriverGetVersion(&version);
+  int count = 0;
+  if (const CUresult r = api.cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
+    error = "cuda backend: NVIDIA's driver " + driver->path + ": cuDeviceGetCount returned " +
+            result_name(api, r);
+    return nullptr;
+  }
+  if (version < CUDA_VERSION) {
+    log.warn("cuda backend: NVIDIA's driver {} supports CUDA {}.{}, older than the {}.{} API "
+             "cudamux presents",
+             driver->path, version / 1000, version % 1000 / 10, CUDA_VERSION / 1000,
+             CUDA_VERSION % 1000 / 10);
+  }
+  log.debug("cuda backend: NVIDIA's driver {} (CUDA {}.{}), {} device(s), contexts = {}",
+            driver->path, version / 1000, version % 1000 / 10, count,
+            mode == ContextMode::primary ? "primary" : "create");
+  return new NvidiaBackend(std::move(driver), count, mode, host.logger);
+}
+
+}  // namespace
+}  // namespace cudamux::cuda
+
+CUDAMUX_PLUGIN_EXPORT std::uint32_t cudamux_backend_abi_version() {
+  return cudamux::backend::kAbiVersion;
+}
+
+CUDAMUX_PLUGIN_EXPORT cudamux::backend::Backend* cudamux_backend_create(
+    const cudamux::backend::PluginHost& host, std::string& error) {
+  try {
+    return cudamux::cuda::create(host, error);
+  } catch (const std::exception& e) {  // nothing may cross the C boundary
+    error = std::string("cuda backend: ") + e.what();
+    return nullptr;
+  }
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, over a tree packed here by
+# scripts/pack-for-gpu.sh: the driver conformance suite on the cuda backend and on the
+# mock, driver_tour on both, the cuda backend's own tests, the driver benchmarks and
+# (if present) tests/python/test_cuda_bindings.py with the cuda-python installed there.
+# Logs go to $OUT (default /tmp/gpu-run): summary.txt plus logs.tgz holding every log.
+#   scripts/gpu-run.sh [pack dir, default build-gpu-pack]
+set -uo pipefail
+pack=$(realpath "${1:-build-gpu-pack}")
+out=${OUT:-/tmp/gpu-run}
+logs=$out/logs
+mkdir -p "$logs"
+summary=$out/summary.txt
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+# Our libcuda.so.1 first, then the Debian libraries it needs, then whatever the machine
+# had (NVIDIA's folders): programs asking for libcuda.so.1 get ours, and the cuda backend
+# finds NVIDIA's by full path, skipping ours.
+export LD_LIBRARY_PATH="$pack/lib:$pack/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CUDAMUX_CONFIG= CUDAMUX_PLUGIN_PATH= XDG_CONFIG_HOME=$out/no-config
+nvidia_driver=""
+for d in ${LD_LIBRARY_PATH//:/ } /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/nvidia/lib64; do
+  f=$d/libcuda.so.1
+  [[ -e $f && $(realpath "$f") != "$pack"/* ]] && { nvidia_driver=$f; break; }
+done
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+  echo "NVIDIA libcuda: ${nvidia_driver:-none found} -> $(realpath "$nvidia_driver" 2>/dev/null)"
+  uname -a; cat /etc/os-release | head -2
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  ldd "$pack/lib/libcuda.so.1" "$pack/lib/cudamux/plugins/libcudamux-cuda.so"
+} >"$logs/environment.txt" 2>&1
+say "== $(head -2 "$logs/environment.txt" | tail -1)"
+say "== NVIDIA driver library: ${nvidia_driver:-none}"
+
+run() {  # run <log name> <timeout s> <command...>: logs output, records the exit status
+  local name=$1 limit=$2
+  shift 2
+  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  say "$(printf '%-36s rc=%s' "$name" "$rc")"
+  return $rc
+}
+
+for backend in cuda mock; do
+  export CUDAMUX_BACKEND=$backend
+  run "conformance-$backend" 400 "$pack/bin/driver_conformance" \
+    --gtest_output="xml:$logs/conformance-$backend.xml"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/conformance-$backend.log" | sed "s/^/   $backend: /" | tee -a "$summary"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/conformance-$backend.log" | sed "s/^/   $backend: /" | tee -a "$summary"
+  run "before_init-$backend" 60 "$pack/bin/driver_before_init"
+  CUDAMUX_LOG_LEVEL=trace CUDAMUX_LOG_SINK="file:$logs/trace-$backend.log" \
+    run "trace_log-$backend" 60 "$pack/bin/driver_trace_log" "$logs/trace-$backend.log"
+  CUDAMUX_LOG_LEVEL=info run "driver_tour-$backend" 60 "$pack/bin/driver_tour"
+  [[ -x $pack/bin/driver_tour_nvidia_header ]] &&
+    run "driver_tour_nvidia_header-$backend" 60 "$pack/bin/driver_tour_nvidia_header"
+  if [[ -f tests/python/test_cuda_bindings.py ]]; then
+    CUDAMUX_EXPECT_LIBCUDA="$pack/lib/libcuda.so.1" PYTHONUNBUFFERED=1 \
+      run "python_cuda_bindings-$backend" 120 python3 tests/python/test_cuda_bindings.py
+  fi
+done
+unset CUDAMUX_BACKEND
+
+if [[ -x $pack/bin/cuda_backend_tests ]]; then
+  CUDAMUX_CUDA_BACKEND_STANDINS="$pack/standins" run cuda_backend_tests 300 "$pack/bin/cuda_backend_tests"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \] [A-Za-z]' "$logs/cuda_backend_tests.log" | tee -a "$summary"
+fi
+
+# Benchmarks: the mock-direct baseline needs the packed mock plugin; the NVIDIA-direct
+# one calls NVIDIA's driver by path. BM_Memcpy_64MiB memcpy()s into device memory, which
+# only the mock allows, so it runs on the mock alone.
+export CUDAMUX_BENCH_PLUGIN="$pack/lib/cudamux/plugins/libcudamux-mock.so"
+export CUDAMUX_BENCH_NVIDIA_DRIVER="$nvidia_driver"
+CUDAMUX_BACKEND=cuda run bench-cuda 300 "$pack/bin/cudamux_bench" \
+  --benchmark_filter='BM_(Direct|Cudamux|Nvidia)'
+CUDAMUX_BACKEND=mock run bench-mock 300 "$pack/bin/cudamux_bench" --benchmark_filter='BM_(Direct|Cudamux|Memcpy)'
+for b in cuda mock; do
+  sed -n '/^Summary/,$p' "$logs/bench-$b.log" | sed "s/^/   bench-$b: /" | tee -a "$summary"
+done
+
+cp "$summary" "$logs/"
+tar -C "$out" -czf "$out/logs.tgz" logs && rm -rf "$logs"
+echo "logs: $out/logs.tgz"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Packs a build tree made here (Debian 12) for running on the GPU machine (Ubuntu 24.04):
+# the programs scripts/gpu-run.sh runs, our libraries and plugins (debug info stripped,
+# to stay well inside the 64 MiB the device tool carries), and in <pack>/deps every
+# shared library they need that is not part of the C/C++ runtime (spdlog, fmt, Boost,
+# gtest, benchmark...): Ubuntu lacks those versions. glibc, libstdc++ and libgcc_s stay
+# out: Ubuntu's are newer and backward compatible.
+#   scripts/pack-for-gpu.sh [build dir, default build-gpu] [pack dir, default <build>-pack]
+set -euo pipefail
+build=${1:-build-gpu}
+pack=${2:-$build-pack}
+[[ -d $build/bin && -d $build/lib ]] || { echo "no build tree at $build" >&2; exit 1; }
+rm -rf "$pack"
+mkdir -p "$pack/bin" "$pack/lib" "$pack/deps"
+cp -a "$build/lib/." "$pack/lib/"
+for prog in driver_conformance driver_before_init driver_trace_log driver_tour \
+            driver_tour_nvidia_header cudamux_bench cuda_backend_tests cuda_backend_probe; do
+  [[ -x $build/bin/$prog ]] && cp "$build/bin/$prog" "$pack/bin/"
+done
+# Stand-in libraries of tests/cuda_backend, for its tests to run there too.
+[[ -d $build/tests/cuda_backend/standins ]] && cp -a "$build/tests/cuda_backend/standins" "$pack/standins"
+find "$pack" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \
+  'file -b "$1" | grep -q ELF && strip --strip-debug "$1"' _ {} \;
+
+# Runtime libraries Ubuntu has in a compatible (newer) version.
+skip='^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux-x86-64|linux-vdso|libcuda)\.so'
+find "$pack/bin" "$pack/lib" -type f -exec sh -c 'file -b "$1" | grep -q ELF && echo "$1"' _ {} \; |
+  while read -r elf; do
+    LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$elf" 2>/dev/null |
+      awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+  done | sort -u | while read -r name path; do
+    [[ $name =~ $skip ]] && continue
+    case $(realpath "$path") in "$(realpath "$pack")"/*) continue ;; esac
+    cp -L "$path" "$pack/deps/$name"
+  done
+echo "packed $build into $pack ($(du -sh "$pack" | cut -f1)); deps: $(ls "$pack/deps" | tr '\n' ' ')"
