@@ -269,6 +269,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
   if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "element size must be 4, 8 or 16");
   if (WidthInBytes == 0 || Height == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "zero size");
+  if (WidthInBytes > SIZE_MAX - (core::kPitchAlignment - 1))  // rounding up would wrap to 0
+    return reject(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocPitch", "size overflows");
   const std::size_t pitch = (WidthInBytes + core::kPitchAlignment - 1) / core::kPitchAlignment * core::kPitchAlignment;
   if (Height > SIZE_MAX / pitch) return reject(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocPitch", "size overflows");
   if (CUresult r = impl::cuMemAlloc_v2(dptr, pitch * Height)) return r;
