@@ -74,5 +74,27 @@ TEST_F(Overflow, Copies) {
   ASSERT_OK(cuMemcpyHtoD_v2(a.ptr, host.data(), host.size()));
 }
 
+TEST_F(Overflow, Allocations) {
+  CUdeviceptr p = 0;
+  size_t pitch = 0;
+  // oracle: verify on NVIDIA (CUDA_ERROR_INVALID_VALUE or CUDA_ERROR_OUT_OF_MEMORY).
+  EXPECT_NE(cuMemAllocPitch_v2(&p, &pitch, kMax, 1, 4), CUDA_SUCCESS);
+  EXPECT_NE(cuMemAllocPitch_v2(&p, &pitch, kMax - 100, 3, 16), CUDA_SUCCESS);
+  EXPECT_NE(cuMemAllocPitch_v2(&p, &pitch, 4096, kMax / 1024, 4), CUDA_SUCCESS);
+  std::vector<char> buf(4096);
+  EXPECT_NE(cuMemHostRegister_v2(buf.data(), kMax, 0), CUDA_SUCCESS);
+  EXPECT_NE(
+      cuMemHostRegister_v2(buf.data(), kMax - reinterpret_cast<std::uintptr_t>(buf.data()) + 10, 0),
+      CUDA_SUCCESS);
+  void* h = nullptr;
+  EXPECT_NE(cuMemHostAlloc(&h, kMax, 0), CUDA_SUCCESS);
+  EXPECT_NE(cuMemAllocManaged(&p, kMax, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  // Later calls still work.
+  ASSERT_OK(cuMemHostRegister_v2(buf.data(), buf.size(), 0));
+  EXPECT_OK(cuMemHostUnregister(buf.data()));
+  ASSERT_OK(cuMemAllocPitch_v2(&p, &pitch, 100, 2, 4));
+  EXPECT_OK(cuMemFree_v2(p));
+}
+
 }  // namespace
 }  // namespace conformance
