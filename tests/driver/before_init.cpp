@@ -43,6 +43,21 @@ int main() {
     ++failures;
   }
   EXPECT(CUDA_SUCCESS, cuGetErrorString(CUDA_ERROR_INVALID_VALUE, &name));
+  // cuGetProcAddress works before cuInit (the CUDA runtime fetches cuInit itself this way).
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  EXPECT(CUDA_SUCCESS,
+         cuGetProcAddress_v2("cuInit", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+  if (!fn || status != CU_GET_PROC_ADDRESS_SUCCESS) {
+    std::printf("FAILED: cuGetProcAddress(\"cuInit\") before cuInit gave no function\n");
+    ++failures;
+  }
+  void* get_count = nullptr;
+  EXPECT(CUDA_SUCCESS, cuGetProcAddress_v2("cuDeviceGetCount", &get_count, CUDA_VERSION,
+                                           CU_GET_PROC_ADDRESS_DEFAULT, &status));
+  int via_proc = -1;
+  if (get_count)
+    EXPECT(CUDA_ERROR_NOT_INITIALIZED, reinterpret_cast<CUresult (*)(int*)>(get_count)(&via_proc));
 
   // Everything else.
   int count = 0, value = 0;
@@ -104,7 +119,7 @@ int main() {
   // A rejected cuInit initialises nothing.
   EXPECT(CUDA_ERROR_INVALID_VALUE, cuInit(1));
   NOT_INIT(cuDeviceGetCount(&count));
-  EXPECT(CUDA_SUCCESS, cuInit(0));
+  EXPECT(CUDA_SUCCESS, reinterpret_cast<CUresult (*)(unsigned)>(fn)(0));  // cuInit via the pointer
   EXPECT(CUDA_SUCCESS, cuDeviceGetCount(&count));
   if (count < 1) {
     std::printf("FAILED: no devices after cuInit\n");

@@ -54,6 +54,20 @@ TEST_F(Context, CreateVariantsPushAndDestroy) {
   EXPECT_EQ(current(), ctx);
 }
 
+TEST_F(Context, DestroyRemovesEveryStackEntry) {
+  CUcontext c = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&c, 0, dev));  // [ctx, c]
+  ASSERT_OK(cuCtxPushCurrent_v2(ctx));    // [ctx, c, ctx]
+  ASSERT_OK(cuCtxPushCurrent_v2(c));      // [ctx, c, ctx, c]
+  ASSERT_OK(cuCtxDestroy_v2(c));
+  EXPECT_EQ(current(), ctx);
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  EXPECT_EQ(current(), ctx) << "the destroyed context was left inside the stack";
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  EXPECT_EQ(current(), nullptr);
+  ASSERT_OK(cuCtxPushCurrent_v2(ctx));
+}
+
 TEST_F(Context, CreateRejectsBadArguments) {
   CUcontext c = nullptr;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate_v2(nullptr, 0, dev));

@@ -115,6 +115,24 @@ TEST_F(Memory, FreeWaitsForPendingWork) {
   EXPECT_OK(cuStreamDestroy_v2(s));
 }
 
+TEST_F(Memory, FreeMemoryOfAnotherContext) {
+  // With unified addressing the allocation identifies its context; the current one does
+  // not matter. oracle: verify on NVIDIA.
+  CUcontext other = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));
+  CUdeviceptr p = 0;
+  void* h = nullptr;
+  ASSERT_OK(cuMemAlloc_v2(&p, 1 << 20));
+  ASSERT_OK(cuMemAllocHost_v2(&h, 4096));
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  CUcontext owner = nullptr;
+  ASSERT_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+  EXPECT_EQ(owner, other);
+  EXPECT_OK(cuMemFree_v2(p));
+  EXPECT_OK(cuMemFreeHost(h));
+  ASSERT_OK(cuCtxDestroy_v2(other));
+}
+
 TEST_F(Memory, NoContext) {
   std::thread([] {
     CUdeviceptr p = 0;

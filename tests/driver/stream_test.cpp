@@ -342,6 +342,43 @@ TEST_F(Stream, PerThreadStreamIsBlockingAgainstLegacy) {
   EXPECT_FALSE(gate.timed_out);
 }
 
+TEST_F(Stream, DestroyedBlockingStreamStillOrdersLaterLegacyWork) {
+  // Legacy-stream work waits for all prior work of blocking streams, including work of
+  // a stream destroyed (with cuStreamDestroy returning at once) before it was submitted.
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+  Gate gate;
+  std::atomic<int> calls{0};
+  ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
+  ASSERT_OK(cuStreamDestroy_v2(s));
+  ASSERT_OK(cuLaunchHostFunc(CU_STREAM_LEGACY, &count_call, &calls));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(calls.load(), 0) << "legacy work overtook a destroyed blocking stream's work";
+  gate.release();
+  ASSERT_OK(cuStreamSynchronize(CU_STREAM_LEGACY));
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_FALSE(gate.timed_out);
+}
+
+TEST_F(Stream, ManyDestroyedStreamsWithPendingWork) {
+  // Streams retired with pending work are freed later; none of their work is lost.
+  Gate gate;
+  std::atomic<int> calls{0};
+  for (int i = 0; i < 32; ++i) {
+    CUstream s = nullptr;
+    ASSERT_OK(cuStreamCreate(&s, i % 2 ? CU_STREAM_NON_BLOCKING : 0));
+    if (i < 16) {
+      ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
+    }
+    ASSERT_OK(cuLaunchHostFunc(s, &count_call, &calls));
+    ASSERT_OK(cuStreamDestroy_v2(s));
+  }
+  EXPECT_TRUE(eventually([&] { return calls.load() == 16; })) << "the ungated streams ran";
+  gate.release();
+  ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(calls.load(), 32);
+}
+
 // --- cross-stream waits ---
 
 TEST_F(Stream, WaitEventOrdersAcrossStreams) {
@@ -392,6 +429,48 @@ TEST_F(Stream, WaitEventOrdersAcrossStreams) {
   EXPECT_FALSE(gate.timed_out);
   EXPECT_OK(cuStreamDestroy_v2(consumer));
   EXPECT_OK(cuMemFreeHost(pinned));
+}
+
+TEST_F(Stream, WaitEventFromAnotherContext) {
+  // "hEvent may be from a different context or device than hStream."
+  CUcontext other = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));
+  CUstream producer = nullptr;
+  CUevent e = nullptr;
+  ASSERT_OK(cuStreamCreate(&producer, CU_STREAM_NON_BLOCKING));
+  ASSERT_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  Gate gate;
+  ASSERT_OK(cuLaunchHostFunc(producer, &Gate::block, &gate));
+  ASSERT_OK(cuEventRecord(e, producer));
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  CUstream consumer = nullptr;
+  ASSERT_OK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
+  std::atomic<int> calls{0};
+  ASSERT_OK(cuStreamWaitEvent(consumer, e, 0));
+  ASSERT_OK(cuLaunchHostFunc(consumer, &count_call, &calls));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(calls.load(), 0) << "the wait on another context's event was ignored";
+  gate.release();
+  ASSERT_OK(cuStreamSynchronize(consumer));
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_OK(cuStreamDestroy_v2(consumer));
+  ASSERT_OK(cuCtxDestroy_v2(other));
+  EXPECT_FALSE(gate.timed_out);
+}
+
+TEST_F(Stream, StreamsOfAnotherContext) {
+  CUcontext other = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, 0));
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  CUcontext c = nullptr;
+  ASSERT_OK(cuStreamGetCtx(s, &c));
+  EXPECT_EQ(c, other) << "a stream reports its own context, not the current one";
+  EXPECT_OK(cuStreamSynchronize(s));
+  ASSERT_OK(cuCtxDestroy_v2(other));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamGetCtx(s, &c)) << "streams die with their context";
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamDestroy_v2(s));
 }
 
 TEST_F(Stream, WaitingOnANeverRecordedEventIsANoOp) {
