@@ -295,6 +295,13 @@ TEST_F(Context, Flags) {
   ASSERT_OK(cuCtxDestroy_v2(c));
   ASSERT_OK(cuCtxGetFlags(&flags));
   EXPECT_EQ(flags & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_AUTO}) << "flags are per context";
+  // The non-scheduling flags are accepted and reported.
+  const unsigned extra = CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX;
+  ASSERT_OK(cuCtxCreate_v2(&c, CU_CTX_SCHED_YIELD | extra, dev));
+  ASSERT_OK(cuCtxGetFlags(&flags));
+  EXPECT_EQ(flags & extra, extra);
+  EXPECT_EQ(flags & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_YIELD});
+  ASSERT_OK(cuCtxDestroy_v2(c));
 }
 
 TEST_F(Context, SynchronizeWaitsForStreamWork) {
