@@ -58,6 +58,17 @@ TEST_F(Copy, UnifiedMemcpyInfersDirections) {
   ASSERT_OK(cuMemAllocHost_v2(&pinned, n));
   ASSERT_OK(cuMemcpy(reinterpret_cast<CUdeviceptr>(pinned), a.ptr, n));  // D->pinned
   EXPECT_EQ(std::memcmp(pinned, src.data(), n), 0);
+  void* pinned2 = nullptr;
+  ASSERT_OK(cuMemAllocHost_v2(&pinned2, n));
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  // pinned -> pinned, asynchronous
+  ASSERT_OK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pinned2),
+                          reinterpret_cast<CUdeviceptr>(pinned), n, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_EQ(std::memcmp(pinned2, src.data(), n), 0);
+  EXPECT_OK(cuStreamDestroy_v2(s));
+  EXPECT_OK(cuMemFreeHost(pinned2));
   EXPECT_OK(cuMemFreeHost(pinned));
 }
 

@@ -297,6 +297,11 @@ TEST_F(Memory, HostRegister) {
   ASSERT_OK(cuMemHostRegister(buf.data(), 4096, 0));
   EXPECT_OK(cuMemHostUnregister(buf.data()));
 
+  ASSERT_OK(cuMemHostRegister_v2(buf.data(), 4096, CU_MEMHOSTREGISTER_PORTABLE));
+  unsigned flags = 0;
+  // oracle: verify on NVIDIA (cuMemHostGetFlags names only cuMemHostAlloc/cuMemAllocHost memory).
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemHostGetFlags(&flags, buf.data()));
+  EXPECT_OK(cuMemHostUnregister(buf.data()));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemHostRegister_v2(nullptr, 4096, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemHostRegister_v2(buf.data(), 0, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemHostRegister_v2(buf.data(), 4096, 0x100));
