@@ -101,6 +101,7 @@ void destroy_context_contents(Context& ctx) {
     if (core.streams.erase(reinterpret_cast<std::uintptr_t>(s->handle))) delete s;
   }
   ctx.legacy.reset();
+  unload_context_modules(ctx);  // issue #3: a context's modules die with it (module.cpp)
   {
     std::unique_lock lock(core.alloc_mutex);
     for (auto it = core.allocations.begin(); it != core.allocations.end();) {
@@ -291,13 +292,14 @@ CUresult cuCtxGetApiVersion(CUcontext h, unsigned int* version) {
 CUresult cuCtxSynchronize() {
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
-  return Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize");
+  return core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize"));  // issue #3
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext h) {
   Context* ctx = nullptr;
   if (CUresult r = ctx_or_current(h, ctx)) return r;
-  return Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2");
+  if (CUresult r = core::sticky_error(*ctx)) return r;  // issue #3: sticky kernel errors
+  return core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2"));
 }
 
 CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {

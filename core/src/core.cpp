@@ -182,7 +182,8 @@ CUresult current_context(Context*& out) noexcept {
   const CUcontext h = t_current;
   if (!h) return CUDA_ERROR_INVALID_CONTEXT;
   out = context_of(h);
-  return out ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!out) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return sticky_error(*out);  // issue #3: a context hit by a kernel fault stays unusable
 }
 
 void push_context(CUcontext h) {
@@ -213,7 +214,8 @@ CUresult resolve_stream(CUstream h, bool per_thread_default, Stream*& out) noexc
   if (h == nullptr) h = per_thread_default ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   if (h != CU_STREAM_LEGACY && h != CU_STREAM_PER_THREAD) {
     out = stream_of(h);
-    return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!out) return CUDA_ERROR_INVALID_HANDLE;
+    return sticky_error(*out->ctx);  // issue #3: sticky kernel errors
   }
   Context* ctx = nullptr;
   if (CUresult r = current_context(ctx); r != CUDA_SUCCESS) return r;

@@ -29,6 +29,10 @@ namespace cudamux::core {
 struct Context;
 struct Stream;
 struct Event;
+struct Module;    // issue #3
+struct Function;  // issue #3
+struct Library;   // issue #3
+struct Kernel;    // issue #3
 
 enum class StreamKind : std::uint8_t { legacy, per_thread, user };
 
@@ -85,6 +89,14 @@ struct Context {
   // the latest with the context. Guarded by order_mutex.
   std::vector<std::unique_ptr<Stream>> retired_streams;
   std::vector<std::unique_ptr<Event>> retired_events;
+
+  // --- issue #3 (module.cpp, launch.cpp) ---
+  // Sticky error: set when a query/synchronize reports an unrecoverable kernel error;
+  // from then on every call that uses this context returns it (CUDA's rule).
+  std::atomic<CUresult> sticky{CUDA_SUCCESS};
+  // Loaded modules (owned via Core::modules), unloaded with the context. Guarded by the
+  // module registry lock (module.cpp): loading and unloading are rare, launches never take it.
+  std::vector<Module*> modules;
 };
 
 enum class AllocKind : std::uint8_t { device, host_alloc, host_registered, managed };
@@ -138,6 +150,11 @@ class Core {
   std::atomic<unsigned long long> next_context_id{1};
   std::atomic<unsigned long long> next_stream_id{1};
   std::atomic<unsigned long long> next_buffer_id{1};
+  // issue #3: modules, functions, libraries, kernels (module.cpp)
+  HandleTable<Module> modules{0xc4};
+  HandleTable<Function> functions{0xc5};
+  HandleTable<Library> libraries{0xc6};
+  HandleTable<Kernel> kernels{0xc7};
 
   // Allocation registry (device, pinned, registered, managed), keyed by base.
   std::shared_mutex alloc_mutex;
@@ -205,3 +222,81 @@ CUresult reject(CUresult result, const char* function, const char* why) noexcept
 }  // namespace cudamux::core
 
 #include "submit.inl"
+// --- issue #3: modules, functions, libraries (module.cpp) and sticky errors ---
+
+struct Function {
+  Module* module = nullptr;
+  CUfunction handle = nullptr;
+  backend::Function* impl = nullptr;  // owned by module->impl
+  std::string name;  // NUL-terminated copy for cuFuncGetName
+  // cuFuncSetAttribute / cuFuncSetCacheConfig state (the backend keeps none).
+  std::atomic<int> max_dynamic_shared{-1};  // -1: not set (the backend's value applies)
+  std::atomic<int> preferred_carveout{-1};
+  std::atomic<int> non_portable_cluster{0};
+  std::atomic<int> cluster_scheduling{0};
+  std::atomic<CUfunc_cache> cache_config{CU_FUNC_CACHE_PREFER_NONE};
+  std::atomic<CUsharedconfig> shared_config{CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE};
+};
+
+struct Module {
+  Context* ctx = nullptr;
+  CUmodule handle = nullptr;
+  Library* library = nullptr;  // set when loaded on behalf of a CUlibrary
+  std::unique_ptr<backend::Module> impl;
+  // Handles handed out, by name (one CUfunction per name, as CUDA). Registry lock.
+  std::map<std::string, Function*, std::less<>> functions;
+};
+
+struct Kernel {
+  Library* library = nullptr;
+  CUkernel handle = nullptr;
+  std::string name;
+  // cuKernelSetAttribute values, applied to the kernel's function in every context.
+  std::atomic<int> max_dynamic_shared{-1};
+  std::atomic<int> preferred_carveout{-1};
+};
+
+struct Library {
+  CUlibrary handle = nullptr;
+  std::vector<char> image;            // our copy when its extent is known
+  const void* image_ptr = nullptr;    // what the module loads read: image.data() or the caller's
+  // Guarded by the module registry lock (module.cpp):
+  std::map<Context*, Module*> modules;  // per-context, loaded lazily
+  std::map<std::string, Kernel*, std::less<>> kernels;
+  std::vector<std::string> kernel_names;  // from the first module loaded
+};
+
+// Function for a CUfunction handle, or for a CUkernel cast to CUfunction (CUDA allows
+// that for launches): the kernel's function in `ctx`, loaded on demand.
+CUresult function_for_launch(CUfunction f, Context* ctx, Function*& out) noexcept;
+// A device attribute from the backend, or `fallback` when it cannot answer.
+int device_attribute_or(int ordinal, CUdevice_attribute attr, int fallback) noexcept;
+// A function attribute: the values set through cuFuncSetAttribute first, then the backend,
+// then a sensible default derived from the device.
+CUresult function_attribute(const Function& f, CUfunction_attribute attr, int& value) noexcept;
+// Unloads every module of `ctx` (its functions' handles die with them).
+void unload_context_modules(Context& ctx) noexcept;
+
+// Whether `r` leaves the context unusable (CUDA's unrecoverable kernel errors).
+constexpr bool is_sticky_error(CUresult r) noexcept {
+  switch (r) {
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+      return true;
+    default:
+      return false;
+  }
+}
+// Records `r` as the context's sticky error when it is one; returns `r`.
+CUresult note_sticky(Context& ctx, CUresult r) noexcept;
+// The context's sticky error (CUDA_SUCCESS while it is usable).
+inline CUresult sticky_error(const Context& ctx) noexcept {
+  return ctx.sticky.load(std::memory_order_acquire);
+}
+

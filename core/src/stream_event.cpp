@@ -56,13 +56,13 @@ CUresult create_stream(CUstream* phStream, unsigned flags, int priority, const c
 CUresult stream_query(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  return Core::get().map(s->queue->query(), "cuStreamQuery");
+  return core::note_sticky(*s->ctx, Core::get().map(s->queue->query(), "cuStreamQuery"));  // issue #3
 }
 
 CUresult stream_synchronize(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  return Core::get().map(s->queue->synchronize(), "cuStreamSynchronize");
+  return core::note_sticky(*s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
 }
 
 CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_thread) {
@@ -247,13 +247,15 @@ CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags) 
 CUresult cuEventQuery(CUevent hEvent) {
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventQuery", "invalid event");
-  return Core::get().map(e->impl->query(), "cuEventQuery");
+  if (CUresult r = core::sticky_error(*e->ctx)) return r;  // issue #3: sticky kernel errors
+  return core::note_sticky(*e->ctx, Core::get().map(e->impl->query(), "cuEventQuery"));
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventSynchronize", "invalid event");
-  return Core::get().map(e->impl->synchronize(), "cuEventSynchronize");
+  if (CUresult r = core::sticky_error(*e->ctx)) return r;  // issue #3: sticky kernel errors
+  return core::note_sticky(*e->ctx, Core::get().map(e->impl->synchronize(), "cuEventSynchronize"));
 }
 
 CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {

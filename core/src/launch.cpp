@@ -1,0 +1,340 @@
+// Kernel launches and occupancy (issue #3): validation against the device's limits,
+// argument packing per backend::Function::params(), submission in stream order.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "core.hpp"
+#include "cudamux/driver_impl.hpp"
+
+namespace cudamux::core {
+namespace {
+
+struct Limits {
+  int block[3];
+  int grid[3];
+  int threads_per_block;
+  int shared_per_block;
+  int shared_optin;
+  int regs_per_block;
+  int sm_count;
+  int threads_per_sm;
+  int blocks_per_sm;
+  int regs_per_sm;
+  int shared_per_sm;
+  int reserved_shared;
+};
+
+Limits limits_of(int dev) {
+  auto a = [dev](CUdevice_attribute attr, int fallback) { return device_attribute_or(dev, attr, fallback); };
+  Limits l{};
+  l.block[0] = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024);
+  l.block[1] = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024);
+  l.block[2] = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64);
+  l.grid[0] = a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 0x7fffffff);
+  l.grid[1] = a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535);
+  l.grid[2] = a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535);
+  l.threads_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
+  l.shared_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024);
+  l.shared_optin = std::max(l.shared_per_block, a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
+  l.regs_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536);
+  l.sm_count = std::max(1, a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1));
+  l.threads_per_sm = a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048);
+  l.blocks_per_sm = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32);
+  l.regs_per_sm = a(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536);
+  l.shared_per_sm = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, l.shared_optin);
+  l.reserved_shared = a(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 0);
+  return l;
+}
+
+int fattr(const Function& f, CUfunction_attribute attr) {
+  int v = 0;
+  return function_attribute(f, attr, v) == CUDA_SUCCESS ? v : 0;
+}
+
+// Blocks of `block_size` threads with `dyn_shared` bytes that fit on one multiprocessor
+// (the occupancy calculator's model: threads, blocks, registers, shared memory).
+int blocks_per_sm(const Function& f, const Limits& l, long long block_size, std::size_t dyn_shared) {
+  if (block_size <= 0 || block_size > fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)) return 0;
+  const long long warps = (block_size + 31) / 32;
+  long long n = std::min<long long>(l.blocks_per_sm, l.threads_per_sm / (warps * 32));
+  if (const int regs = fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS); regs > 0) {
+    const long long per_warp = (regs * 32LL + 255) / 256 * 256;  // allocated per warp in units of 256
+    n = std::min(n, l.regs_per_sm / (per_warp * warps));
+  }
+  const long long shared = fattr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) + static_cast<long long>(dyn_shared);
+  if (shared > 0) {
+    if (dyn_shared > static_cast<std::size_t>(fattr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))) return 0;
+    n = std::min(n, l.shared_per_sm / (shared + l.reserved_shared));
+  }
+  return static_cast<int>(std::max(0LL, n));
+}
+
+struct LaunchRequest {
+  const char* fn;
+  CUfunction f;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared;
+  CUstream stream;
+  void** params;
+  void** extra;
+  bool per_thread;
+  bool cooperative;
+};
+
+CUresult launch(const LaunchRequest& q) {
+  const char* fn = q.fn;
+  Stream* s = nullptr;
+  if (CUresult r = resolve_stream(q.stream, q.per_thread, s)) return r;
+  Function* f = nullptr;
+  if (CUresult r = function_for_launch(q.f, s->ctx, f)) return r;
+  if (f->module->ctx != s->ctx)
+    return reject(CUDA_ERROR_INVALID_HANDLE, fn, "function and stream belong to different contexts");
+  if (CUresult r = sticky_error(*s->ctx)) return r;
+
+  const Limits l = limits_of(s->ctx->device);
+  unsigned long long threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (q.grid[i] == 0 || q.block[i] == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero grid or block dimension");
+    if (q.block[i] > static_cast<unsigned>(l.block[i]))
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "block dimension above the device's maximum");
+    if (q.grid[i] > static_cast<unsigned>(l.grid[i]))
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "grid dimension above the device's maximum");
+    threads *= q.block[i];
+  }
+  if (threads > static_cast<unsigned>(l.threads_per_block))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "more threads per block than the device allows");
+  if (threads > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)))
+    return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn, "more threads per block than the kernel allows");
+  if (const int regs = fattr(*f, CU_FUNC_ATTRIBUTE_NUM_REGS);
+      regs > 0 && threads * static_cast<unsigned>(regs) > static_cast<unsigned>(l.regs_per_block))
+    return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn, "too many registers for this block size");
+  if (q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "dynamic shared memory above the kernel's limit (raise it with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+
+  if (q.cooperative) {
+    if (!device_attribute_or(s->ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0))
+      return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "the device has no cooperative launches");
+    const unsigned long long blocks = 1ULL * q.grid[0] * q.grid[1] * q.grid[2];
+    const unsigned long long fit =
+        1ULL * blocks_per_sm(*f, l, static_cast<long long>(threads), q.shared) * static_cast<unsigned>(l.sm_count);
+    if (blocks > fit)
+      return reject(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, fn, "grid larger than the blocks that can be co-resident");
+  }
+
+  // Arguments are copied here: the caller may reuse its storage once we return.
+  const auto& params = f->impl->params();
+  std::size_t total = 0;
+  for (const auto& p : params) total = std::max(total, p.offset + p.size);
+  std::array<std::byte, 512> small;
+  std::vector<std::byte> large;
+  std::byte* buf = small.data();
+  if (total > small.size()) {
+    large.resize(total);
+    buf = large.data();
+  }
+  if (q.params && q.extra) return reject(CUDA_ERROR_INVALID_VALUE, fn, "both kernelParams and extra given");
+  if (q.params) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (!q.params[i]) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null kernel parameter pointer");
+      std::memcpy(buf + params[i].offset, q.params[i], params[i].size);
+    }
+  } else if (q.extra) {
+    const void* pointer = nullptr;
+    const std::size_t* size = nullptr;
+    for (void** e = q.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        pointer = e[1];
+      } else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size = static_cast<const std::size_t*>(e[1]);
+      } else {
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown key in extra");
+      }
+    }
+    if (total > 0 || pointer || size) {
+      if (!pointer || !size) return reject(CUDA_ERROR_INVALID_VALUE, fn, "extra needs both BUFFER_POINTER and BUFFER_SIZE");
+      if (*size < total) return reject(CUDA_ERROR_INVALID_VALUE, fn, "argument buffer smaller than the kernel's parameters");
+      std::memcpy(buf, pointer, total);
+    }
+  } else if (!params.empty()) {
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the kernel takes parameters but neither kernelParams nor extra was given");
+  }
+
+  backend::LaunchDesc desc;
+  desc.function = f->impl;
+  for (int i = 0; i < 3; ++i) {
+    desc.grid[i] = q.grid[i];
+    desc.block[i] = q.block[i];
+  }
+  desc.shared_bytes = q.shared;
+  desc.args = total ? buf : nullptr;
+  desc.args_size = total;
+  desc.cooperative = q.cooperative;
+  return Core::get().map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn);
+}
+
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra, bool per_thread) {
+  const char* fn = "cuLaunchKernelEx";
+  if (!config) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null config");
+  if (config->numAttrs > 0 && !config->attrs) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null attribute array");
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    switch (a.id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE: break;
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: cooperative = a.value.cooperative != 0; break;
+      // Scheduling and cache hints: honoured by running the kernel (they change no result).
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        if (a.value.clusterDim.x <= 1 && a.value.clusterDim.y <= 1 && a.value.clusterDim.z <= 1) break;
+        Core::get().log().warn("{}: thread block clusters are not supported: returning CUDA_ERROR_NOT_SUPPORTED", fn);
+        return CUDA_ERROR_NOT_SUPPORTED;
+      default:
+        if (static_cast<unsigned>(a.id) >= CU_LAUNCH_ATTRIBUTE_MAX)
+          return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown launch attribute");
+        Core::get().log().warn("{}: launch attribute {} is not supported: returning CUDA_ERROR_NOT_SUPPORTED", fn,
+                               static_cast<int>(a.id));
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return launch({fn, f, {config->gridDimX, config->gridDimY, config->gridDimZ},
+                 {config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
+                 config->hStream, kernelParams, extra, per_thread, cooperative});
+}
+
+CUresult function_arg(CUfunction h, Function*& f, const char* fn) {
+  Context* ctx = nullptr;
+  if (core::current_context_handle()) (void)current_context(ctx);
+  if (CUresult r = function_for_launch(h, ctx, f)) return reject(r, fn, "invalid function");
+  return sticky_error(*f->module->ctx);
+}
+
+CUresult max_active_blocks(int* numBlocks, CUfunction func, int blockSize, size_t dyn, unsigned flags, const char* fn) {
+  if (!numBlocks) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (flags & ~static_cast<unsigned>(CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
+  Function* f = nullptr;
+  if (CUresult r = function_arg(func, f, fn)) return r;
+  if (blockSize <= 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "block size must be positive");
+  *numBlocks = blocks_per_sm(*f, limits_of(f->module->ctx->device), blockSize, dyn);
+  return CUDA_SUCCESS;
+}
+
+CUresult max_block_size(int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize b2d, size_t dyn,
+                        int limit, unsigned flags, const char* fn) {
+  if (!minGridSize || !blockSize) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (flags & ~static_cast<unsigned>(CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
+  if (limit < 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "negative block size limit");
+  Function* f = nullptr;
+  if (CUresult r = function_arg(func, f, fn)) return r;
+  const Limits l = limits_of(f->module->ctx->device);
+  int top = std::min(l.threads_per_block, fattr(*f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+  if (limit > 0) top = std::min(top, limit);
+  // The calculator's search: the largest block size (warp granularity) that reaches the
+  // highest number of resident threads per multiprocessor.
+  int best_size = 0, best_blocks = 0;
+  long long best_threads = 0;
+  for (int size = top; size > 0; size = (size % 32) ? size - size % 32 : size - 32) {
+    const std::size_t shared = b2d ? b2d(size) : dyn;
+    const int blocks = blocks_per_sm(*f, l, size, shared);
+    if (1LL * blocks * size > best_threads) {
+      best_threads = 1LL * blocks * size;
+      best_size = size;
+      best_blocks = blocks;
+    }
+  }
+  *blockSize = best_size;
+  *minGridSize = best_blocks * l.sm_count;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace cudamux::core
+
+namespace cudamux::impl {
+using core::reject;
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                        unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** kernelParams,
+                        void** extra) {
+  return core::launch({"cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, extra, false, false});
+}
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                             unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** kernelParams,
+                             void** extra) {
+  return core::launch({"cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, extra, true, false});
+}
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                   unsigned int by, unsigned int bz, unsigned int shared, CUstream s,
+                                   void** kernelParams) {
+  return core::launch(
+      {"cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, nullptr, false, true});
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                        CUstream s, void** kernelParams) {
+  return core::launch(
+      {"cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, nullptr, true, true});
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  return core::launch_ex(config, f, kernelParams, extra, false);
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  return core::launch_ex(config, f, kernelParams, extra, true);
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize) {
+  return core::max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize, 0,
+                                 "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, CUfunction func, int blockSize,
+                                                              size_t dynamicSMemSize, unsigned int flags) {
+  return core::max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize, flags,
+                                 "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+}
+CUresult cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSize, CUfunction func,
+                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+                                          int blockSizeLimit) {
+  return core::max_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                              blockSizeLimit, 0, "cuOccupancyMaxPotentialBlockSize");
+}
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* minGridSize, int* blockSize, CUfunction func,
+                                                   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                   size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
+  return core::max_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                              blockSizeLimit, flags, "cuOccupancyMaxPotentialBlockSizeWithFlags");
+}
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunction func, int numBlocks,
+                                                 int blockSize) {
+  const char* fn = "cuOccupancyAvailableDynamicSMemPerBlock";
+  if (!dynamicSmemSize) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  core::Function* f = nullptr;
+  if (CUresult r = core::function_arg(func, f, fn)) return r;
+  if (numBlocks <= 0 || blockSize <= 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "non-positive block count or size");
+  const core::Limits l = core::limits_of(f->module->ctx->device);
+  // No blocks of this size fit at all: nothing is available.
+  if (core::blocks_per_sm(*f, l, blockSize, 0) < numBlocks) {
+    *dynamicSmemSize = 0;
+    return CUDA_SUCCESS;
+  }
+  const long long per_block = l.shared_per_sm / numBlocks - l.reserved_shared -
+                              core::fattr(*f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  const long long cap = core::fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+  *dynamicSmemSize = static_cast<size_t>(std::clamp(per_block, 0LL, cap));
+  return CUDA_SUCCESS;
+}
+
+}  // namespace cudamux::impl

@@ -1,0 +1,844 @@
+// Modules, functions, libraries and kernels (issue #3), and the sticky-error record.
+//
+// A module is a backend module image loaded into one context; its functions are handed
+// out once per name. A library (CUlibrary) is context-independent: it loads one module
+// per context on first use, and its kernels (CUkernel) resolve to that module's functions.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <elf.h>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+
+#include "core.hpp"
+#include "cudamux/driver_impl.hpp"
+
+namespace cudamux::core {
+
+namespace {
+
+// Guards every module list, function map and library map. Loading and unloading are
+// rare and never on a launch path, so one lock keeps the lifetimes simple.
+std::mutex g_registry;
+
+// Bytes of an image whose format tells its length (ELF, NVIDIA fat binary, NUL-terminated
+// text); nullopt otherwise. A library keeps a copy when it can, since CUDA lets the caller
+// free the image after cuLibraryLoadData while we load it into later contexts lazily.
+std::optional<std::size_t> image_extent(const void* image) noexcept {
+  const auto* b = static_cast<const unsigned char*>(image);
+  if (std::memcmp(b, ELFMAG, SELFMAG) == 0 && b[EI_CLASS] == ELFCLASS64) {
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, b, sizeof eh);
+    std::size_t end = std::max<std::size_t>(sizeof eh, eh.e_shoff + std::size_t{eh.e_shnum} * eh.e_shentsize);
+    end = std::max<std::size_t>(end, eh.e_phoff + std::size_t{eh.e_phnum} * eh.e_phentsize);
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph;
+      std::memcpy(&ph, b + eh.e_phoff + std::size_t{i} * eh.e_phentsize, sizeof ph);
+      end = std::max<std::size_t>(end, ph.p_offset + ph.p_filesz);
+    }
+    return end;
+  }
+  std::uint32_t magic = 0;
+  std::memcpy(&magic, b, sizeof magic);
+  if (magic == 0xBA55ED50u) {  // fat binary: magic, version(16), header size(16), payload size(64)
+    std::uint16_t header = 0;
+    std::uint64_t payload = 0;
+    std::memcpy(&header, b + 6, sizeof header);
+    std::memcpy(&payload, b + 8, sizeof payload);
+    return std::size_t{header} + payload;
+  }
+  // Text images (PTX and friends): printable up to their NUL.
+  std::size_t n = 0;
+  for (; b[n] != 0; ++n) {
+    if (b[n] < 0x20 && b[n] != '\n' && b[n] != '\r' && b[n] != '\t') return std::nullopt;
+  }
+  return n + 1;
+}
+
+// Frees a module whose handle was erased by the caller. Registry lock held.
+void destroy_module_locked(Module* m) noexcept {
+  Core& core = Core::get();
+  for (auto& [name, f] : m->functions) {
+    if (core.functions.erase(reinterpret_cast<std::uintptr_t>(f->handle))) delete f;
+  }
+  m->functions.clear();
+  if (m->ctx) std::erase(m->ctx->modules, m);
+  if (m->library) m->library->modules.erase(m->ctx);
+  delete m;
+}
+
+CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Module*& out, const char* fn) {
+  Core& core = Core::get();
+  auto m = std::make_unique<Module>();
+  m->ctx = &ctx;
+  m->library = lib;
+  const auto st = ctx.impl->load_module(image, m->impl);
+  if (!st.ok()) {
+    const CUresult r = core.map(st, fn);
+    core.log().warn("{}: the '{}' backend did not load the module image ({})", fn, core.backend().name(),
+                    core.backend().errors().native_name(st.native));
+    return r;
+  }
+  if (!m->impl) return reject(CUDA_ERROR_INVALID_IMAGE, fn, "backend returned no module");
+  Module* raw = m.release();
+  const auto handle = core.modules.insert(raw);
+  if (!handle) {
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUmodule>(handle);
+  ctx.modules.push_back(raw);
+  if (lib) lib->modules[&ctx] = raw;
+  out = raw;
+  return CUDA_SUCCESS;
+}
+
+// The CUfunction for `name` in `m` (one per name). Registry lock held.
+CUresult function_locked(Module& m, std::string_view name, Function*& out, const char* fn) {
+  if (auto it = m.functions.find(name); it != m.functions.end()) {
+    out = it->second;
+    return CUDA_SUCCESS;
+  }
+  backend::Function* impl = m.impl->function(name);
+  if (!impl) {
+    Core::get().log().debug("{}: no function named '{}' in the module", fn, name);
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  auto f = std::make_unique<Function>();
+  f->module = &m;
+  f->impl = impl;
+  f->name = std::string(name);
+  if (m.library) {  // cuKernelSetAttribute values reach every context's function
+    if (auto it = m.library->kernels.find(name); it != m.library->kernels.end()) {
+      f->max_dynamic_shared = it->second->max_dynamic_shared.load();
+      f->preferred_carveout = it->second->preferred_carveout.load();
+    }
+  }
+  Function* raw = f.release();
+  const auto handle = Core::get().functions.insert(raw);
+  if (!handle) {
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUfunction>(handle);
+  m.functions.emplace(raw->name, raw);
+  out = raw;
+  return CUDA_SUCCESS;
+}
+
+// The library's module in `ctx`, loaded on first use. Registry lock held.
+CUresult library_module_locked(Library& lib, Context& ctx, Module*& out, const char* fn) {
+  if (auto it = lib.modules.find(&ctx); it != lib.modules.end()) {
+    out = it->second;
+    return CUDA_SUCCESS;
+  }
+  if (CUresult r = load_module_locked(ctx, lib.image_ptr, &lib, out, fn)) return r;
+  if (lib.kernel_names.empty())
+    for (auto n : out->impl->function_names()) lib.kernel_names.emplace_back(n);
+  return CUDA_SUCCESS;
+}
+
+CUresult module_of(CUmodule h, Module*& out, const char* fn) {
+  out = Core::get().modules.find(reinterpret_cast<std::uintptr_t>(h));
+  if (!out) return reject(CUDA_ERROR_INVALID_HANDLE, fn, "invalid module");
+  return sticky_error(*out->ctx);
+}
+CUresult function_of(CUfunction h, Function*& out, const char* fn) {
+  out = Core::get().functions.find(reinterpret_cast<std::uintptr_t>(h));
+  if (!out) return reject(CUDA_ERROR_INVALID_HANDLE, fn, "invalid function");
+  return sticky_error(*out->module->ctx);
+}
+CUresult library_of(CUlibrary h, Library*& out, const char* fn) {
+  out = Core::get().libraries.find(reinterpret_cast<std::uintptr_t>(h));
+  return out ? CUDA_SUCCESS : reject(CUDA_ERROR_INVALID_HANDLE, fn, "invalid library");
+}
+CUresult kernel_of(CUkernel h, Kernel*& out, const char* fn) {
+  out = Core::get().kernels.find(reinterpret_cast<std::uintptr_t>(h));
+  return out ? CUDA_SUCCESS : reject(CUDA_ERROR_INVALID_HANDLE, fn, "invalid kernel");
+}
+
+// The kernel's function in the current context (loading the library there if needed).
+CUresult kernel_function(Kernel& k, Context* ctx, Function*& out, const char* fn) {
+  if (!ctx) {
+    if (CUresult r = current_context(ctx)) return r;
+  }
+  std::lock_guard lock(g_registry);
+  Module* m = nullptr;
+  if (CUresult r = library_module_locked(*k.library, *ctx, m, fn)) return r;
+  return function_locked(*m, k.name, out, fn);
+}
+
+// JIT options of cuModuleLoadDataEx / cuLibraryLoadData: validated; the log buffers get
+// our messages and the wall time is reported, as a JIT would.
+struct JitOptions {
+  unsigned count = 0;
+  CUjit_option* options = nullptr;
+  void** values = nullptr;
+};
+
+CUresult check_jit_options(const JitOptions& o, const char* fn) {
+  if (o.count == 0) return CUDA_SUCCESS;
+  if (!o.options || !o.values) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null JIT option arrays");
+  for (unsigned i = 0; i < o.count; ++i) {
+    if (static_cast<unsigned>(o.options[i]) >= CU_JIT_NUM_OPTIONS)
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown JIT option");
+  }
+  return CUDA_SUCCESS;
+}
+
+void fill_jit_outputs(const JitOptions& o, CUresult result, float ms) {
+  auto size_of = [&](CUjit_option which) -> std::size_t {
+    for (unsigned i = 0; i < o.count; ++i)
+      if (o.options[i] == which) return static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(o.values[i]));
+    return 0;
+  };
+  auto set_size = [&](CUjit_option which, std::size_t n) {
+    for (unsigned i = 0; i < o.count; ++i)
+      if (o.options[i] == which) o.values[i] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(n));
+  };
+  const std::string backend(Core::get().backend().name());
+  const std::string info = result == CUDA_SUCCESS ? "cudamux: module loaded by the '" + backend + "' backend" : "";
+  std::string error;
+  if (result != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    impl::cuGetErrorName(result, &name);
+    error = "cudamux: the '" + backend + "' backend did not load the image (" + (name ? name : "?") + ")";
+  }
+  for (unsigned i = 0; i < o.count; ++i) {
+    switch (o.options[i]) {
+      case CU_JIT_WALL_TIME: std::memcpy(&o.values[i], &ms, sizeof ms); break;
+      case CU_JIT_INFO_LOG_BUFFER:
+      case CU_JIT_ERROR_LOG_BUFFER: {
+        const bool is_info = o.options[i] == CU_JIT_INFO_LOG_BUFFER;
+        const auto size_opt = is_info ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+        const std::size_t cap = size_of(size_opt);
+        const std::string& text = is_info ? info : error;
+        if (auto* buf = static_cast<char*>(o.values[i]); buf && cap > 0) {
+          const std::size_t n = std::min(text.size(), cap - 1);
+          std::memcpy(buf, text.data(), n);
+          buf[n] = '\0';
+          set_size(size_opt, n + 1);
+        }
+        break;
+      }
+      default: break;  // inputs (optimisation level, target, ...) mean nothing to a loader here
+    }
+  }
+}
+
+CUresult load_data(CUmodule* module, const void* image, const JitOptions& jit, const char* fn) {
+  if (!module) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (!image) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null image");
+  if (CUresult r = check_jit_options(jit, fn)) return r;
+  Context* ctx = nullptr;
+  if (CUresult r = current_context(ctx)) return r;
+  const auto start = std::chrono::steady_clock::now();
+  Module* m = nullptr;
+  CUresult r;
+  {
+    std::lock_guard lock(g_registry);
+    r = load_module_locked(*ctx, image, nullptr, m, fn);
+  }
+  const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+  fill_jit_outputs(jit, r, ms);
+  if (r == CUDA_SUCCESS) *module = m->handle;
+  return r;
+}
+
+CUresult read_file(const char* path, std::vector<char>& out, const char* fn) {
+  if (!path) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null file name");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    Core::get().log().debug("{}: cannot open '{}'", fn, path);
+    return CUDA_ERROR_FILE_NOT_FOUND;
+  }
+  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (out.empty()) return reject(CUDA_ERROR_INVALID_IMAGE, fn, "empty file");
+  out.push_back('\0');  // text images are read as C strings
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult note_sticky(Context& ctx, CUresult r) noexcept {
+  if (is_sticky_error(r)) {
+    CUresult expected = CUDA_SUCCESS;
+    if (ctx.sticky.compare_exchange_strong(expected, r, std::memory_order_acq_rel)) {
+      const char* name = nullptr;
+      impl::cuGetErrorName(r, &name);
+      try {
+        Core::get().log().error("context {}: a kernel failed with {}; the context is unusable until destroyed or reset",
+                                ctx.id, name ? name : "?");
+      } catch (...) {
+      }
+    }
+  }
+  return r;
+}
+
+int device_attribute_or(int ordinal, CUdevice_attribute attr, int fallback) noexcept {
+  int v = 0;
+  try {
+    if (Core::get().backend().devices().attribute(ordinal, attr, v).ok()) return v;
+  } catch (...) {
+  }
+  return fallback;
+}
+
+CUresult function_attribute(const Function& f, CUfunction_attribute attr, int& value) noexcept {
+  const int dev = f.module->ctx->device;
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      if (int v = f.max_dynamic_shared.load(); v >= 0) {
+        value = v;
+        return CUDA_SUCCESS;
+      }
+      break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      if (int v = f.preferred_carveout.load(); v >= 0) {
+        value = v;
+        return CUDA_SUCCESS;
+      }
+      break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: value = f.non_portable_cluster; return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: value = f.cluster_scheduling; return CUDA_SUCCESS;
+    default: break;
+  }
+  if (f.impl->attribute(attr, value).ok()) return CUDA_SUCCESS;
+  // Defaults for what a backend does not track: a kernel with no static resources.
+  auto shared_static = [&] {
+    int s = 0;
+    return f.impl->attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, s).ok() ? s : 0;
+  };
+  const int major = device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0);
+  const int minor = device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0);
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      value = device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+      value = 0;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+      value = major * 10 + minor;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      value = std::max(0, device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024) -
+                              shared_static());
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: value = -1; return CUDA_SUCCESS;
+    default: return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute", "unknown attribute");
+  }
+}
+
+CUresult function_for_launch(CUfunction h, Context* ctx, Function*& out) noexcept {
+  try {
+    Core& core = Core::get();
+    if ((out = core.functions.find(reinterpret_cast<std::uintptr_t>(h)))) return CUDA_SUCCESS;
+    // CUDA: a CUkernel cast to CUfunction launches in the stream's (or current) context.
+    if (Kernel* k = core.kernels.find(reinterpret_cast<std::uintptr_t>(h)))
+      return kernel_function(*k, ctx, out, "cuLaunchKernel");
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuLaunchKernel", "invalid function");
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+void unload_context_modules(Context& ctx) noexcept {
+  Core& core = Core::get();
+  std::lock_guard lock(g_registry);
+  const std::vector<Module*> modules = ctx.modules;
+  for (Module* m : modules) {
+    if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle))) destroy_module_locked(m);
+  }
+  ctx.modules.clear();
+}
+
+}  // namespace cudamux::core
+
+namespace cudamux::impl {
+using core::Context;
+using core::Core;
+using core::Function;
+using core::Kernel;
+using core::Library;
+using core::Module;
+using core::reject;
+
+// --- modules ---
+
+CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  return core::load_data(module, image, {}, "cuModuleLoadData");
+}
+
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                            CUjit_option* options, void** optionValues) {
+  return core::load_data(module, image, {numOptions, options, optionValues}, "cuModuleLoadDataEx");
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  return core::load_data(module, fatCubin, {}, "cuModuleLoadFatBinary");
+}
+
+CUresult cuModuleLoad(CUmodule* module, const char* fname) {
+  if (!module) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleLoad", "null out-pointer");
+  std::vector<char> bytes;
+  if (CUresult r = core::read_file(fname, bytes, "cuModuleLoad")) return r;
+  return core::load_data(module, bytes.data(), {}, "cuModuleLoad");
+}
+
+CUresult cuModuleUnload(CUmodule hmod) {
+  Core& core = Core::get();
+  std::lock_guard lock(core::g_registry);
+  Module* m = core.modules.find(reinterpret_cast<std::uintptr_t>(hmod));
+  if (!m) return reject(CUDA_ERROR_INVALID_HANDLE, "cuModuleUnload", "invalid module");
+  if (m->library)
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuModuleUnload", "a library's module is unloaded with cuLibraryUnload");
+  // Work already queued with its functions keeps running on the backend's own references.
+  core.modules.erase(reinterpret_cast<std::uintptr_t>(hmod));
+  core::destroy_module_locked(m);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  if (!mode) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetLoadingMode", "null out-pointer");
+  *mode = CU_MODULE_EAGER_LOADING;  // every module is loaded whole by cuModuleLoad*
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  if (!hfunc || !name) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetFunction", "null argument");
+  Module* m = nullptr;
+  if (CUresult r = core::module_of(hmod, m, "cuModuleGetFunction")) return r;
+  std::lock_guard lock(core::g_registry);
+  Function* f = nullptr;
+  if (CUresult r = core::function_locked(*m, name, f, "cuModuleGetFunction")) return r;
+  *hfunc = f->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  if (!count) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetFunctionCount", "null out-pointer");
+  Module* m = nullptr;
+  if (CUresult r = core::module_of(mod, m, "cuModuleGetFunctionCount")) return r;
+  *count = static_cast<unsigned>(m->impl->function_names().size());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmodule mod) {
+  if (!functions) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleEnumerateFunctions", "null array");
+  Module* m = nullptr;
+  if (CUresult r = core::module_of(mod, m, "cuModuleEnumerateFunctions")) return r;
+  const auto names = m->impl->function_names();
+  if (numFunctions > names.size())
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleEnumerateFunctions", "more functions asked than the module has");
+  std::lock_guard lock(core::g_registry);
+  for (unsigned i = 0; i < numFunctions; ++i) {
+    Function* f = nullptr;
+    if (CUresult r = core::function_locked(*m, names[i], f, "cuModuleEnumerateFunctions")) return r;
+    functions[i] = f->handle;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
+  if (!name) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetGlobal", "null name");
+  if (!dptr && !bytes) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetGlobal", "both out-pointers null");
+  Module* m = nullptr;
+  if (CUresult r = core::module_of(hmod, m, "cuModuleGetGlobal")) return r;
+  void* address = nullptr;
+  std::size_t size = 0;
+  if (!m->impl->global(name, address, size)) return reject(CUDA_ERROR_NOT_FOUND, "cuModuleGetGlobal", "no such global");
+  if (dptr) *dptr = reinterpret_cast<CUdeviceptr>(address);
+  if (bytes) *bytes = size;
+  return CUDA_SUCCESS;
+}
+
+// --- functions ---
+
+CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  if (!pi) return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute", "null out-pointer");
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(hfunc, f, "cuFuncGetAttribute")) return r;
+  if (static_cast<unsigned>(attrib) >= CU_FUNC_ATTRIBUTE_MAX)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute", "unknown attribute");
+  return core::function_attribute(*f, attrib, *pi);
+}
+
+static CUresult set_function_attribute(Function& f, CUfunction_attribute attrib, int value, const char* fn) {
+  const int dev = f.module->ctx->device;
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
+      int shared_static = 0;
+      (void)core::function_attribute(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, shared_static);
+      const int optin = core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                                  core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
+      if (value < 0 || value > optin - shared_static)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "dynamic shared memory beyond the device's opt-in limit");
+      f.max_dynamic_shared = value;
+      return CUDA_SUCCESS;
+    }
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      if (value < -1 || value > 100) return reject(CUDA_ERROR_INVALID_VALUE, fn, "carveout is -1 or 0..100");
+      f.preferred_carveout = value;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      if (!core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 0))
+        return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "the device has no thread block clusters");
+      if (attrib == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+        f.non_portable_cluster = value != 0;
+        return CUDA_SUCCESS;
+      }
+      if (attrib == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE) {
+        f.cluster_scheduling = value;
+        return CUDA_SUCCESS;
+      }
+      return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "required cluster dimensions are fixed at compile time here");
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "attribute is read-only or unknown");
+  }
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(hfunc, f, "cuFuncSetAttribute")) return r;
+  return set_function_attribute(*f, attrib, value, "cuFuncSetAttribute");
+}
+
+CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(hfunc, f, "cuFuncSetCacheConfig")) return r;
+  if (static_cast<unsigned>(config) > CU_FUNC_CACHE_PREFER_EQUAL)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncSetCacheConfig", "unknown cache configuration");
+  f->cache_config = config;  // a preference: nothing to change on backends without an L1 split
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(hfunc, f, "cuFuncSetSharedMemConfig")) return r;
+  if (static_cast<unsigned>(config) > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncSetSharedMemConfig", "unknown bank configuration");
+  f->shared_config = config;  // as on current GPUs: accepted, no effect
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
+  if (!hmod) return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetModule", "null out-pointer");
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(hfunc, f, "cuFuncGetModule")) return r;
+  *hmod = f->module->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+  if (!name) return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetName", "null out-pointer");
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(hfunc, f, "cuFuncGetName")) return r;
+  *name = f->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+static CUresult param_info(const Function& f, size_t index, size_t* offset, size_t* size, const char* fn) {
+  if (!offset && !size) return reject(CUDA_ERROR_INVALID_VALUE, fn, "both out-pointers null");
+  const auto& params = f.impl->params();
+  if (index >= params.size()) return reject(CUDA_ERROR_INVALID_VALUE, fn, "parameter index out of range");
+  if (offset) *offset = params[index].offset;
+  if (size) *size = params[index].size;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset, size_t* paramSize) {
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(func, f, "cuFuncGetParamInfo")) return r;
+  return param_info(*f, paramIndex, paramOffset, paramSize, "cuFuncGetParamInfo");
+}
+
+CUresult cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction function) {
+  if (!state) return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncIsLoaded", "null out-pointer");
+  Function* f = nullptr;
+  if (CUresult r = core::function_of(function, f, "cuFuncIsLoaded")) return r;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;  // modules are loaded eagerly
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncLoad(CUfunction function) {
+  Function* f = nullptr;
+  return core::function_of(function, f, "cuFuncLoad");  // already loaded
+}
+
+// --- libraries and kernels ---
+
+static CUresult library_load(CUlibrary* library, const void* code, const core::JitOptions& jit,
+                             CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                             unsigned numLibraryOptions, std::vector<char>* owned, const char* fn) {
+  if (!library) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (!code) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null image");
+  if (CUresult r = core::check_jit_options(jit, fn)) return r;
+  if (numLibraryOptions > 0 && (!libraryOptions || !libraryOptionValues))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "null library option arrays");
+  for (unsigned i = 0; i < numLibraryOptions; ++i) {
+    if (static_cast<unsigned>(libraryOptions[i]) >= CU_LIBRARY_NUM_OPTIONS)
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown library option");
+  }
+  Core& core = Core::get();
+  auto lib = std::make_unique<Library>();
+  if (owned) {
+    lib->image = std::move(*owned);
+  } else if (auto n = core::image_extent(code)) {
+    const auto* b = static_cast<const char*>(code);
+    lib->image.assign(b, b + *n);
+  } else {
+    core.log().warn("{}: image format of unknown length: it must stay valid while the library is loaded", fn);
+  }
+  lib->image_ptr = lib->image.empty() ? code : lib->image.data();
+  // Loaded at once in the current context (if any), so that a bad image fails here.
+  Context* ctx = nullptr;
+  const bool have_ctx = core::current_context_handle() != nullptr;
+  if (have_ctx) {
+    if (CUresult r = core::current_context(ctx)) return r;
+  }
+  std::lock_guard lock(core::g_registry);
+  Library* raw = lib.release();
+  if (ctx) {
+    core::Module* m = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    const CUresult r = core::library_module_locked(*raw, *ctx, m, fn);
+    core::fill_jit_outputs(jit, r,
+                           std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (r != CUDA_SUCCESS) {
+      delete raw;
+      return r;
+    }
+  }
+  const auto handle = core.libraries.insert(raw);
+  if (!handle) {
+    for (auto [c, m] : std::map(raw->modules))
+      if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle))) core::destroy_module_locked(m);
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUlibrary>(handle);
+  *library = raw->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
+                           unsigned int numJitOptions, CUlibraryOption* libraryOptions,
+                           void** libraryOptionValues, unsigned int numLibraryOptions) {
+  return library_load(library, code, {numJitOptions, jitOptions, jitOptionsValues}, libraryOptions,
+                      libraryOptionValues, numLibraryOptions, nullptr, "cuLibraryLoadData");
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
+                               void** jitOptionsValues, unsigned int numJitOptions, CUlibraryOption* libraryOptions,
+                               void** libraryOptionValues, unsigned int numLibraryOptions) {
+  if (!library) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryLoadFromFile", "null out-pointer");
+  std::vector<char> bytes;
+  if (CUresult r = core::read_file(fileName, bytes, "cuLibraryLoadFromFile")) return r;
+  const void* code = bytes.data();
+  return library_load(library, code, {numJitOptions, jitOptions, jitOptionsValues}, libraryOptions,
+                      libraryOptionValues, numLibraryOptions, &bytes, "cuLibraryLoadFromFile");
+}
+
+CUresult cuLibraryUnload(CUlibrary library) {
+  Core& core = Core::get();
+  std::lock_guard lock(core::g_registry);
+  Library* lib = core.libraries.erase(reinterpret_cast<std::uintptr_t>(library));
+  if (!lib) return reject(CUDA_ERROR_INVALID_HANDLE, "cuLibraryUnload", "invalid library");
+  for (auto [c, m] : std::map(lib->modules))
+    if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle))) core::destroy_module_locked(m);
+  for (auto& [name, k] : lib->kernels)
+    if (core.kernels.erase(reinterpret_cast<std::uintptr_t>(k->handle))) delete k;
+  delete lib;
+  return CUDA_SUCCESS;
+}
+
+// The library's module in the current context, loaded on demand.
+static CUresult current_library_module(Library& lib, Module*& m, const char* fn) {
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  return core::library_module_locked(lib, *ctx, m, fn);
+}
+
+// Kernel names of the library: from any module already loaded, else one loaded now.
+static CUresult library_names(Library& lib, const char* fn) {
+  if (!lib.kernel_names.empty() || !lib.modules.empty()) return CUDA_SUCCESS;
+  Module* m = nullptr;
+  return current_library_module(lib, m, fn);
+}
+
+CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  if (!pKernel || !name) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernel", "null argument");
+  Library* lib = nullptr;
+  if (CUresult r = core::library_of(library, lib, "cuLibraryGetKernel")) return r;
+  std::lock_guard lock(core::g_registry);
+  if (auto it = lib->kernels.find(name); it != lib->kernels.end()) {
+    *pKernel = it->second->handle;
+    return CUDA_SUCCESS;
+  }
+  if (CUresult r = library_names(*lib, "cuLibraryGetKernel")) return r;
+  if (std::find(lib->kernel_names.begin(), lib->kernel_names.end(), name) == lib->kernel_names.end())
+    return reject(CUDA_ERROR_NOT_FOUND, "cuLibraryGetKernel", "no kernel of that name");
+  auto k = std::make_unique<Kernel>();
+  k->library = lib;
+  k->name = name;
+  Core& core = Core::get();
+  Kernel* raw = k.release();
+  const auto handle = core.kernels.insert(raw);
+  if (!handle) {
+    delete raw;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  raw->handle = reinterpret_cast<CUkernel>(handle);
+  lib->kernels.emplace(raw->name, raw);
+  *pKernel = raw->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary library) {
+  if (!count) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernelCount", "null out-pointer");
+  Library* lib = nullptr;
+  if (CUresult r = core::library_of(library, lib, "cuLibraryGetKernelCount")) return r;
+  std::lock_guard lock(core::g_registry);
+  if (CUresult r = library_names(*lib, "cuLibraryGetKernelCount")) return r;
+  *count = static_cast<unsigned>(lib->kernel_names.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary library) {
+  if (!kernels) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryEnumerateKernels", "null array");
+  Library* lib = nullptr;
+  if (CUresult r = core::library_of(library, lib, "cuLibraryEnumerateKernels")) return r;
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(core::g_registry);
+    if (CUresult r = library_names(*lib, "cuLibraryEnumerateKernels")) return r;
+    names = lib->kernel_names;
+  }
+  if (numKernels > names.size())
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryEnumerateKernels", "more kernels asked than the library has");
+  for (unsigned i = 0; i < numKernels; ++i)
+    if (CUresult r = impl::cuLibraryGetKernel(&kernels[i], library, names[i].c_str())) return r;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+  if (!pMod) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetModule", "null out-pointer");
+  Library* lib = nullptr;
+  if (CUresult r = core::library_of(library, lib, "cuLibraryGetModule")) return r;
+  std::lock_guard lock(core::g_registry);
+  Module* m = nullptr;
+  if (CUresult r = current_library_module(*lib, m, "cuLibraryGetModule")) return r;
+  *pMod = m->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  CUmodule mod = nullptr;
+  if (!name) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetGlobal", "null name");
+  if (CUresult r = impl::cuLibraryGetModule(&mod, library)) return r;
+  return impl::cuModuleGetGlobal_v2(dptr, bytes, mod, name);
+}
+
+CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  if (!pFunc) return reject(CUDA_ERROR_INVALID_VALUE, "cuKernelGetFunction", "null out-pointer");
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(kernel, k, "cuKernelGetFunction")) return r;
+  Function* f = nullptr;
+  if (CUresult r = core::kernel_function(*k, nullptr, f, "cuKernelGetFunction")) return r;
+  *pFunc = f->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
+  if (!pLib) return reject(CUDA_ERROR_INVALID_VALUE, "cuKernelGetLibrary", "null out-pointer");
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(kernel, k, "cuKernelGetLibrary")) return r;
+  *pLib = k->library->handle;
+  return CUDA_SUCCESS;
+}
+
+// The kernel's function in the current context, which must be on `dev`.
+static CUresult kernel_function_on(Kernel& k, CUdevice dev, Function*& f, const char* fn) {
+  if (!Core::get().valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  if (ctx->device != dev)
+    return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "querying another device than the current context's");
+  return core::kernel_function(k, ctx, f, fn);
+}
+
+CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev) {
+  if (!pi) return reject(CUDA_ERROR_INVALID_VALUE, "cuKernelGetAttribute", "null out-pointer");
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(kernel, k, "cuKernelGetAttribute")) return r;
+  if (static_cast<unsigned>(attrib) >= CU_FUNC_ATTRIBUTE_MAX)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuKernelGetAttribute", "unknown attribute");
+  Function* f = nullptr;
+  if (CUresult r = kernel_function_on(*k, dev, f, "cuKernelGetAttribute")) return r;
+  return core::function_attribute(*f, attrib, *pi);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) {
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(kernel, k, "cuKernelSetAttribute")) return r;
+  Function* f = nullptr;
+  if (CUresult r = kernel_function_on(*k, dev, f, "cuKernelSetAttribute")) return r;
+  if (CUresult r = set_function_attribute(*f, attrib, val, "cuKernelSetAttribute")) return r;
+  // Remembered on the kernel so that its functions in contexts loaded later get it too.
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) k->max_dynamic_shared = val;
+  if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) k->preferred_carveout = val;
+  std::lock_guard lock(core::g_registry);
+  for (auto [c, m] : k->library->modules) {
+    if (auto it = m->functions.find(k->name); it != m->functions.end()) {
+      it->second->max_dynamic_shared = k->max_dynamic_shared.load();
+      it->second->preferred_carveout = k->preferred_carveout.load();
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(kernel, k, "cuKernelSetCacheConfig")) return r;
+  Function* f = nullptr;
+  if (CUresult r = kernel_function_on(*k, dev, f, "cuKernelSetCacheConfig")) return r;
+  return impl::cuFuncSetCacheConfig(f->handle, config);
+}
+
+CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
+  if (!name) return reject(CUDA_ERROR_INVALID_VALUE, "cuKernelGetName", "null out-pointer");
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(hfunc, k, "cuKernelGetName")) return r;
+  *name = k->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset, size_t* paramSize) {
+  Kernel* k = nullptr;
+  if (CUresult r = core::kernel_of(kernel, k, "cuKernelGetParamInfo")) return r;
+  Function* f = nullptr;
+  if (CUresult r = core::kernel_function(*k, nullptr, f, "cuKernelGetParamInfo")) return r;
+  return param_info(*f, paramIndex, paramOffset, paramSize, "cuKernelGetParamInfo");
+}
+
+}  // namespace cudamux::impl
