@@ -88,7 +88,22 @@ CUresult Core::initialize(unsigned flags) {
   return init_result_;
 }
 
-CUresult Core::do_initialize() {
+// Config, logging and the backend plugin, loaded once per process and shared by cuInit
+// and NVRTC, which needs no cuInit (backend_for_compilation). The result is sticky.
+CUresult Core::load_backend() {
+  std::lock_guard lock(backend_mutex_);
+  if (!backend_attempted_) {
+    backend_attempted_ = true;
+    backend_result_ = do_load_backend();
+  }
+  return backend_result_;
+}
+
+backend::Backend* Core::backend_for_compilation() {
+  return load_backend() == CUDA_SUCCESS ? backend_ : nullptr;
+}
+
+CUresult Core::do_load_backend() {
   config::Settings settings;
   try {
     settings = config::load();
@@ -114,7 +129,11 @@ CUresult Core::do_initialize() {
     logger_->error("cuInit failed: {}", e.what());
     return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
   }
+  return CUDA_SUCCESS;
+}
 
+CUresult Core::do_initialize() {
+  if (CUresult r = load_backend(); r != CUDA_SUCCESS) return r;
   const int count = backend_->devices().count();
   for (int i = 0; i < count; ++i) {
     auto state = std::make_unique<DeviceState>();

@@ -129,6 +129,10 @@ class Core {
   static Core& get() noexcept;
 
   CUresult initialize(unsigned flags);  // cuInit
+  // The configured backend without cuInit, for NVRTC: reads the config, sets up logging and
+  // loads the plugin once (thread-safe), sharing the instance cuInit uses. nullptr when
+  // loading failed (the reason is logged once).
+  backend::Backend* backend_for_compilation();
   [[nodiscard]] int driver_version() const noexcept { return driver_version_; }
 
   backend::Backend& backend() noexcept { return *backend_; }
@@ -165,6 +169,11 @@ class Core {
  private:
   Core() = default;
   CUresult do_initialize();
+  CUresult load_backend();  // config + logging + plugin, once (see backend_for_compilation)
+  CUresult do_load_backend();
+  std::mutex backend_mutex_;
+  bool backend_attempted_ = false;
+  CUresult backend_result_ = CUDA_ERROR_NOT_INITIALIZED;
 
   std::mutex init_mutex_;
   bool init_attempted_ = false;
