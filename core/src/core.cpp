@@ -2,6 +2,7 @@
 #include "core.hpp"
 
 #include <spdlog/spdlog.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 #include "cudamux/api_support.hpp"
 #include "cudamux/config.hpp"
+#include "cudamux/enum_policy.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/plugin_loader.hpp"
 #include "cudamux/driver_impl.hpp"
@@ -119,6 +121,13 @@ CUresult Core::do_load_backend() {
   }
   logger_ = log::get();
   for (const auto& warning : settings.warnings) logger_->warn("{}", warning);
+  try {
+    const toml::node* table = settings.document.get("hallucinate");
+    policy::configure(table ? table->as_table() : nullptr, settings.source);
+  } catch (const policy::PolicyError& e) {
+    logger_->error("cuInit failed: enum policy: {}", e.what());
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   driver_version_ = settings.driver_version;
 
   try {
@@ -155,14 +164,15 @@ CUresult Core::map(backend::Status status, const char* what) noexcept {
   if (status.ok()) return CUDA_SUCCESS;
   const auto& errors = backend_->errors();
   if (auto mapped = errors.to_cuda(status.native)) return *mapped;
-  // Strict policy (the default): a value CUDA has no name for becomes the generic one.
+  // No CUDA counterpart: the central policy decides (strict or hallucinate).
   try {
-    logger_->warn("{}: backend '{}' returned {} ({}), which has no CUDA counterpart: reporting "
-                  "CUDA_ERROR_UNKNOWN",
-                  what, backend_->name(), errors.native_name(status.native), status.native);
+    logger_->debug("{}: backend '{}' returned {} ({})", what, backend_->name(),
+                   errors.native_name(status.native), status.native);
+    return static_cast<CUresult>(policy::unmapped("CUresult", backend_->name(), status.native,
+                                                  errors.native_name(status.native), CUDA_ERROR_UNKNOWN));
   } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
   }
-  return CUDA_ERROR_UNKNOWN;
 }
 
 const Allocation* Core::find_allocation(std::uintptr_t ptr, std::size_t bytes) const noexcept {

@@ -2,8 +2,12 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "core.hpp"
+#include "cudamux/enum_policy.hpp"
 #include "cudamux/driver_impl.hpp"
 
 namespace cudamux::impl {
@@ -134,10 +138,28 @@ const ErrorText* find_error(CUresult code) noexcept {
 
 }  // namespace
 
+namespace {
+// Invented CUresult values (hallucination policy) keep their strings for the process's
+// life, so the pointers handed out stay valid like CUDA's static strings.
+const char* invented_text(CUresult error, bool name) {
+  static std::mutex mutex;
+  static auto* strings = new std::map<std::pair<long long, bool>, std::string>();
+  const auto inv = policy::invented("CUresult", error);
+  if (!inv) return nullptr;
+  std::lock_guard lock(mutex);
+  auto [it, inserted] = strings->try_emplace({error, name}, name ? inv->name : inv->description);
+  return it->second.c_str();
+}
+}  // namespace
+
 CUresult cuGetErrorName(CUresult error, const char** pStr) {
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   const ErrorText* e = find_error(error);
   if (!e) {
+    if (const char* text = invented_text(error, true)) {
+      *pStr = text;
+      return CUDA_SUCCESS;
+    }
     *pStr = nullptr;  // CUDA leaves no name for values it does not define
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -149,6 +171,10 @@ CUresult cuGetErrorString(CUresult error, const char** pStr) {
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   const ErrorText* e = find_error(error);
   if (!e) {
+    if (const char* text = invented_text(error, false)) {
+      *pStr = text;
+      return CUDA_SUCCESS;
+    }
     *pStr = nullptr;
     return CUDA_ERROR_INVALID_VALUE;
   }
