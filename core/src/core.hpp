@@ -150,15 +150,15 @@ class Core {
   HandleTable<Context> contexts{0xc1};
   HandleTable<Stream> streams{0xc2};
   HandleTable<Event> events{0xc3};
-
-  std::atomic<unsigned long long> next_context_id{1};
-  std::atomic<unsigned long long> next_stream_id{1};
-  std::atomic<unsigned long long> next_buffer_id{1};
   // issue #3: modules, functions, libraries, kernels (module.cpp)
   HandleTable<Module> modules{0xc4};
   HandleTable<Function> functions{0xc5};
   HandleTable<Library> libraries{0xc6};
   HandleTable<Kernel> kernels{0xc7};
+
+  std::atomic<unsigned long long> next_context_id{1};
+  std::atomic<unsigned long long> next_stream_id{1};
+  std::atomic<unsigned long long> next_buffer_id{1};
 
   // Allocation registry (device, pinned, registered, managed), keyed by base.
   std::shared_mutex alloc_mutex;
@@ -228,9 +228,6 @@ void destroy_context_contents(Context& ctx);
 // Logs a rejected call at debug level with its reason; returns `result`.
 CUresult reject(CUresult result, const char* function, const char* why) noexcept;
 
-}  // namespace cudamux::core
-
-#include "submit.inl"
 // --- issue #3: modules, functions, libraries (module.cpp) and sticky errors ---
 
 struct Function {
@@ -254,6 +251,9 @@ struct Module {
   std::unique_ptr<backend::Module> impl;
   // Handles handed out, by name (one CUfunction per name, as CUDA). Registry lock.
   std::map<std::string, Function*, std::less<>> functions;
+  // Globals entered in the allocation registry (so copies and pointer queries accept them),
+  // removed on unload. Registry lock.
+  std::vector<std::uintptr_t> registered_globals;
 };
 
 struct Kernel {
@@ -309,3 +309,6 @@ inline CUresult sticky_error(const Context& ctx) noexcept {
   return ctx.sticky.load(std::memory_order_acquire);
 }
 
+}  // namespace cudamux::core
+
+#include "submit.inl"

@@ -63,6 +63,10 @@ std::optional<std::size_t> image_extent(const void* image) noexcept {
 // Frees a module whose handle was erased by the caller. Registry lock held.
 void destroy_module_locked(Module* m) noexcept {
   Core& core = Core::get();
+  if (!m->registered_globals.empty()) {
+    std::unique_lock lock(core.alloc_mutex);
+    for (auto base : m->registered_globals) core.allocations.erase(base);
+  }
   for (auto& [name, f] : m->functions) {
     if (core.functions.erase(reinterpret_cast<std::uintptr_t>(f->handle))) delete f;
   }
@@ -463,6 +467,25 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, c
   void* address = nullptr;
   std::size_t size = 0;
   if (!m->impl->global(name, address, size)) return reject(CUDA_ERROR_NOT_FOUND, "cuModuleGetGlobal", "no such global");
+  // A global is device memory to every other call (copies, memsets, pointer attributes).
+  const auto base = reinterpret_cast<std::uintptr_t>(address);
+  if (size > 0) {
+    std::lock_guard lock(core::g_registry);
+    Core& core = Core::get();
+    std::unique_lock alloc_lock(core.alloc_mutex);
+    if (!core.allocations.contains(base)) {
+      core::Allocation a;
+      a.base = base;
+      a.size = size;
+      a.kind = core::AllocKind::device;
+      a.ctx = m->ctx;
+      a.ctx_handle = m->ctx->handle;
+      a.device = m->ctx->device;
+      a.buffer_id = core.next_buffer_id.fetch_add(1);
+      core.allocations.emplace(base, a);
+      m->registered_globals.push_back(base);
+    }
+  }
   if (dptr) *dptr = reinterpret_cast<CUdeviceptr>(address);
   if (bytes) *bytes = size;
   return CUDA_SUCCESS;
