@@ -11,4 +11,11 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import cuda.binding
 fi
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDAMUX_EXPECT_LIBCUDA="$libdir/libcuda.so.1"
-exec "$venv/bin/python" "$here/test_cuda_bindings.py"
+# Optional: $3 the test script (default test_cuda_bindings.py), $4 our libnvrtc.so.13, which is
+# preloaded so that cuda-python (it looks NVRTC up by soname) gets ours (issue #3).
+script=${3:-test_cuda_bindings.py}
+if [[ -n "${4:-}" ]]; then
+  export CUDAMUX_EXPECT_LIBNVRTC=$4
+  export LD_PRELOAD="$4${LD_PRELOAD:+:$LD_PRELOAD}"
+fi
+exec "$venv/bin/python" "$here/$script"
