@@ -155,6 +155,12 @@ const Spec* find_spec(std::string_view name, bool long_form) {
   return nullptr;
 }
 
+bool is_identifier(std::string_view v) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (v.empty() || !alpha(v.front())) return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
 std::string_view trim_left(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   return v;
@@ -263,10 +269,14 @@ nvrtcResult parse(std::span<const char* const> options, std::span<const int> sup
           o.defines.emplace_back(std::string(value), "1");
         else
           o.defines.emplace_back(std::string(value.substr(0, eq)), std::string(value.substr(eq + 1)));
-        if (o.defines.back().first.empty()) return fail(display(*spec) + " expects a macro name");
+        if (!is_identifier(o.defines.back().first))
+          return fail(display(*spec) + " expects a macro name, not " + std::string(value));
         break;
       }
-      case Id::undefine: o.undefines.emplace_back(value); break;
+      case Id::undefine:
+        if (!is_identifier(value)) return fail(display(*spec) + " expects a macro name, not " + std::string(value));
+        o.undefines.emplace_back(value);
+        break;
       case Id::include: o.include_paths.emplace_back(value); break;
       case Id::pre_include: o.pre_includes.emplace_back(value); break;
       case Id::std_:
