@@ -43,9 +43,43 @@ run() {  # run <log name> <timeout s> <command...>: logs output, records the exi
   return $rc
 }
 
+# Steps (GPU_RUN_STEPS, default all): main = suite, tours, python, backend tests and
+# benchmarks; isolated = every conformance case of the cuda backend in a process of its
+# own (the suite's leak check compares cuMemGetInfo across cases, which NVIDIA's driver
+# does not keep exact); create = the suite with [cuda] contexts = "create".
+steps=${GPU_RUN_STEPS:-main isolated create}
+has_step() { [[ " $steps " == *" $1 "* ]]; }
+
+if has_step isolated; then
+  pass=0 fail=0
+  : >"$logs/conformance-cuda-isolated.txt"
+  for t in $(CUDAMUX_BACKEND=cuda "$pack/bin/driver_conformance" --gtest_list_tests |
+             awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
+    if CUDAMUX_BACKEND=cuda timeout 60 "$pack/bin/driver_conformance" --gtest_filter="$t" \
+         >"$logs/one.log" 2>&1; then
+      pass=$((pass + 1)); echo "PASS $t" >>"$logs/conformance-cuda-isolated.txt"
+    else
+      fail=$((fail + 1)); echo "FAIL $t" >>"$logs/conformance-cuda-isolated.txt"
+      sed -n '/Failure/,/^\[  FAILED/p' "$logs/one.log" >>"$logs/conformance-cuda-isolated.txt"
+    fi
+  done
+  rm -f "$logs/one.log"
+  say "conformance-cuda-isolated: $pass passed, $fail failed"
+  grep '^FAIL' "$logs/conformance-cuda-isolated.txt" | sed 's/^/   /' | tee -a "$summary"
+fi
+
+if has_step create; then
+  printf '[cuda]\ncontexts = "create"\n' >"$out/create.toml"
+  CUDAMUX_CONFIG="$out/create.toml" CUDAMUX_BACKEND=cuda run conformance-cuda-create 240 \
+    "$pack/bin/driver_conformance"
+  grep -E '^\[  (PASSED|FAILED) ' "$logs/conformance-cuda-create.log" | sed 's/^/   create: /' | tee -a "$summary"
+fi
+
+has_step main || { cp "$summary" "$logs/"; tar -C "$out" -czf "$out/logs.tgz" logs && rm -rf "$logs"; exit 0; }
+
 for backend in cuda mock; do
   export CUDAMUX_BACKEND=$backend
-  run "conformance-$backend" 400 "$pack/bin/driver_conformance" \
+  run "conformance-$backend" 240 "$pack/bin/driver_conformance" \
     --gtest_output="xml:$logs/conformance-$backend.xml"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/conformance-$backend.log" | sed "s/^/   $backend: /" | tee -a "$summary"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/conformance-$backend.log" | sed "s/^/   $backend: /" | tee -a "$summary"
@@ -61,6 +95,9 @@ for backend in cuda mock; do
   fi
 done
 unset CUDAMUX_BACKEND
+# "auto" must pick cuda on an NVIDIA machine.
+CUDAMUX_BACKEND=auto CUDAMUX_LOG_LEVEL=info run driver_tour-auto 60 "$pack/bin/driver_tour"
+grep -m1 "backend '" "$logs/driver_tour-auto.log" | sed 's/^/   /' | tee -a "$summary"
 
 if [[ -x $pack/bin/cuda_backend_tests ]]; then
   CUDAMUX_CUDA_BACKEND_STANDINS="$pack/standins" run cuda_backend_tests 300 "$pack/bin/cuda_backend_tests"
@@ -72,9 +109,9 @@ fi
 # only the mock allows, so it runs on the mock alone.
 export CUDAMUX_BENCH_PLUGIN="$pack/lib/cudamux/plugins/libcudamux-mock.so"
 export CUDAMUX_BENCH_NVIDIA_DRIVER="$nvidia_driver"
-CUDAMUX_BACKEND=cuda run bench-cuda 300 "$pack/bin/cudamux_bench" \
+CUDAMUX_BACKEND=cuda run bench-cuda 150 "$pack/bin/cudamux_bench" \
   --benchmark_filter='BM_(Direct|Cudamux|Nvidia)'
-CUDAMUX_BACKEND=mock run bench-mock 300 "$pack/bin/cudamux_bench" --benchmark_filter='BM_(Direct|Cudamux|Memcpy)'
+CUDAMUX_BACKEND=mock run bench-mock 100 "$pack/bin/cudamux_bench" --benchmark_filter='BM_(Direct|Cudamux|Memcpy)'
 for b in cuda mock; do
   sed -n '/^Summary/,$p' "$logs/bench-$b.log" | sed "s/^/   bench-$b: /" | tee -a "$summary"
 done

@@ -150,6 +150,42 @@ AmdGpuProbe probe_amd_gpu(const std::string& root) {
   return {true, std::move(detail)};
 }
 
+NvidiaGpuProbe probe_nvidia_gpu(const std::string& root) {
+  const fs::path version = fs::path(root) / "proc" / "driver" / "nvidia" / "version";
+  const fs::path dev = fs::path(root) / "dev" / "nvidia0";
+  std::error_code ec;
+  if (fs::exists(version, ec)) {
+    std::ifstream in(version);
+    std::string first;
+    std::getline(in, first);
+    return {true, version.string() + (first.empty() ? std::string() : ": " + first)};
+  }
+  if (fs::exists(dev, ec)) return {true, dev.string() + " exists"};
+  return {false, "neither " + version.string() + " nor " + dev.string() + " exists"};
+}
+
+AutoChoice choose_auto(const AmdGpuProbe& amd, bool hip_plugin, const NvidiaGpuProbe& nvidia,
+                       bool cuda_plugin) {
+  if (amd.present && hip_plugin) return {"hip", "auto: AMD GPU found (" + amd.detail + "), using hip"};
+  if (amd.present) {
+    return {"mock",
+            "auto: AMD GPU found (" + amd.detail + ") but no " + plugin_file_name("hip") +
+                " in the plugin search path, using mock",
+            true};
+  }
+  const std::string no_amd = "auto: no AMD GPU found (" + amd.detail + "), ";
+  if (nvidia.present && cuda_plugin) {
+    return {"cuda", no_amd + "NVIDIA GPU found (" + nvidia.detail + "), using cuda"};
+  }
+  if (nvidia.present) {
+    return {"mock",
+            no_amd + "NVIDIA GPU found (" + nvidia.detail + ") but no " +
+                plugin_file_name("cuda") + " in the plugin search path, using mock",
+            true};
+  }
+  return {"mock", no_amd + "no NVIDIA GPU found (" + nvidia.detail + "), using mock"};
+}
+
 }  // namespace detail
 
 LoadedBackend load_backend(const config::Settings& settings,
@@ -160,18 +196,12 @@ LoadedBackend load_backend(const config::Settings& settings,
   LoadedBackend result;
   if (settings.backend == "auto") {
     const detail::AmdGpuProbe amd = detail::probe_amd_gpu("/");
-    if (amd.present && !find_plugin(dirs, "hip").empty()) {
-      result.name = "hip";
-      result.reason = "auto: AMD GPU found (" + amd.detail + "), using hip";
-    } else if (amd.present) {
-      result.name = "mock";
-      result.reason = "auto: AMD GPU found (" + amd.detail + ") but no " + plugin_file_name("hip") +
-                      " in the plugin search path, using mock";
-      logger->warn("{}", result.reason);
-    } else {
-      result.name = "mock";
-      result.reason = "auto: no AMD GPU found (" + amd.detail + "), using mock";
-    }
+    const detail::NvidiaGpuProbe nvidia = detail::probe_nvidia_gpu("/");
+    detail::AutoChoice choice = detail::choose_auto(amd, !find_plugin(dirs, "hip").empty(), nvidia,
+                                                    !find_plugin(dirs, "cuda").empty());
+    result.name = std::move(choice.name);
+    result.reason = std::move(choice.reason);
+    if (choice.warn) logger->warn("{}", result.reason);
   } else {
     const auto origin = settings.origins.find("backend");
     result.name = settings.backend;

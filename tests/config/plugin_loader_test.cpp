@@ -245,6 +245,60 @@ TEST_F(PluginLoaderTest, AutoWithoutAnyPluginStillSaysWhy) {
                     HasSubstr("no libcudamux-mock.so found")));
 }
 
+TEST_F(PluginLoaderTest, NvidiaProbe) {
+  const fs::path root = dir() / "nvroot";
+  const auto none = plugins::detail::probe_nvidia_gpu(root.string());
+  EXPECT_FALSE(none.present);
+  EXPECT_THAT(none.detail, AllOf(HasSubstr("proc/driver/nvidia/version"), HasSubstr("dev/nvidia0")));
+  write("nvroot/dev/nvidia0", "");
+  const auto dev = plugins::detail::probe_nvidia_gpu(root.string());
+  EXPECT_TRUE(dev.present);
+  EXPECT_THAT(dev.detail, HasSubstr("dev/nvidia0 exists"));
+  write("nvroot/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04\nGCC\n");
+  const auto proc = plugins::detail::probe_nvidia_gpu(root.string());
+  EXPECT_TRUE(proc.present);
+  EXPECT_THAT(proc.detail, HasSubstr("version: NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04"));
+}
+
+TEST_F(PluginLoaderTest, AutoChoiceAcrossGpusAndPlugins) {
+  using plugins::detail::choose_auto;
+  const plugins::detail::AmdGpuProbe amd{true, "1 GPU node(s)"};
+  const plugins::detail::AmdGpuProbe no_amd{false, "/dev/kfd does not exist"};
+  const plugins::detail::NvidiaGpuProbe nv{true, "/dev/nvidia0 exists"};
+  const plugins::detail::NvidiaGpuProbe no_nv{false, "neither ... exists"};
+  // AMD wins when both are present and the hip plugin is there.
+  EXPECT_EQ(choose_auto(amd, true, nv, true).name, "hip");
+  auto c = choose_auto(amd, false, nv, true);  // AMD GPU without its plugin: mock, with a warning
+  EXPECT_EQ(c.name, "mock");
+  EXPECT_TRUE(c.warn);
+  c = choose_auto(no_amd, true, nv, true);
+  EXPECT_EQ(c.name, "cuda");
+  EXPECT_FALSE(c.warn);
+  EXPECT_EQ(c.reason, "auto: no AMD GPU found (/dev/kfd does not exist), NVIDIA GPU found (/dev/nvidia0 "
+                      "exists), using cuda");
+  c = choose_auto(no_amd, false, nv, false);
+  EXPECT_EQ(c.name, "mock");
+  EXPECT_TRUE(c.warn);
+  EXPECT_THAT(c.reason, HasSubstr("but no libcudamux-cuda.so in the plugin search path, using mock"));
+  c = choose_auto(no_amd, false, no_nv, true);
+  EXPECT_EQ(c.name, "mock");
+  EXPECT_FALSE(c.warn);
+  EXPECT_THAT(c.reason, HasSubstr("no NVIDIA GPU found (neither ... exists), using mock"));
+}
+
+TEST_F(PluginLoaderTest, AutoPicksCudaWhenAnNvidiaGpuAndTheCudaPluginArePresent) {
+  if (plugins::detail::probe_amd_gpu().present) GTEST_SKIP() << "this machine has an AMD GPU";
+  if (!plugins::detail::probe_nvidia_gpu().present) GTEST_SKIP() << "this machine has no NVIDIA GPU";
+  fs::create_directories(dir() / "auto");
+  fs::copy_file(kPluginDir / "libcudamux-testok.so", dir() / "auto/libcudamux-cuda.so");
+  config::Settings s = settings("auto");
+  s.plugin_paths = {(dir() / "auto").string()};
+  s.plugin_path_origins = {"test"};
+  const plugins::LoadedBackend loaded = plugins::load_backend(s, logger_);
+  EXPECT_EQ(loaded.name, "cuda");
+  EXPECT_THAT(loaded.reason, HasSubstr("NVIDIA GPU found"));
+}
+
 TEST_F(PluginLoaderTest, AmdProbe) {
   const fs::path root = dir() / "root";
   EXPECT_FALSE(plugins::detail::probe_amd_gpu(root.string()).present);

@@ -45,8 +45,7 @@ std::string default_plugin_dir();
 // entries (both already in settings.plugin_paths), then default_plugin_dir().
 std::vector<std::string> search_paths(const config::Settings& settings);
 
-// Resolves settings.backend ("auto": hip when an AMD GPU is present and the hip
-// plugin is found, else mock), loads the first libcudamux-<name>.so found in
+// Resolves settings.backend ("auto": see detail::choose_auto), loads the first libcudamux-<name>.so found in
 // search_paths() (a broken file is an error, not a reason to try the next folder),
 // checks its entry symbols and ABI version and creates the backend with the
 // plugin's config table. A null logger means log::get(). Throws PluginError.
@@ -62,6 +61,24 @@ struct AmdGpuProbe {
 // <root>/sys/class/kfd/kfd/topology/nodes/*/properties has "simd_count N", N > 0
 // (CPU nodes have 0). `root` exists for tests.
 AmdGpuProbe probe_amd_gpu(const std::string& root = "/");
+
+struct NvidiaGpuProbe {
+  bool present = false;
+  std::string detail;
+};
+// An NVIDIA GPU and its kernel driver are present when <root>/proc/driver/nvidia/version
+// or <root>/dev/nvidia0 exists. `root` exists for tests.
+NvidiaGpuProbe probe_nvidia_gpu(const std::string& root = "/");
+
+struct AutoChoice {
+  std::string name;    // backend chosen by "auto"
+  std::string reason;  // for LoadedBackend::reason
+  bool warn = false;   // a GPU was found but its plugin was not
+};
+// "auto": hip when an AMD GPU is present and the hip plugin was found; else cuda when an
+// NVIDIA GPU is present and the cuda plugin was found; else mock.
+AutoChoice choose_auto(const AmdGpuProbe& amd, bool hip_plugin, const NvidiaGpuProbe& nvidia,
+                       bool cuda_plugin);
 }  // namespace detail
 
 }  // namespace cudamux::plugins

@@ -16,8 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa{};
-  struct stat sb{};
+  struct stat sa {};
+  struct stat sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
 }
@@ -130,10 +130,10 @@ std::optional<OpenedDriver> open_driver(const std::string& path, std::string& wh
     return std::nullopt;
   }
   const char* missing = nullptr;
-#define CUDAMUX_NVIDIA_RESOLVE(name)                                                   \
-  if (missing == nullptr) {                                                            \
-    d.api.name = reinterpret_cast<decltype(d.api.name)>(::dlsym(d.handle, #name));      \
-    if (d.api.name == nullptr) missing = #name;                                        \
+#define CUDAMUX_NVIDIA_RESOLVE(name)                                               \
+  if (missing == nullptr) {                                                        \
+    d.api.name = reinterpret_cast<decltype(d.api.name)>(::dlsym(d.handle, #name)); \
+    if (d.api.name == nullptr) missing = #name;                                    \
   }
   CUDAMUX_NVIDIA_FUNCTIONS(CUDAMUX_NVIDIA_RESOLVE)
 #undef CUDAMUX_NVIDIA_RESOLVE

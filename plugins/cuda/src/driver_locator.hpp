@@ -42,7 +42,8 @@ std::optional<OpenedDriver> open_driver(const std::string& path, std::string& wh
 
 struct SearchResult {
   std::optional<OpenedDriver> driver;
-  std::vector<std::string> tried;  // "<path>: <why it was not used>" for every candidate passed over
+  std::vector<std::string>
+      tried;  // "<path>: <why it was not used>" for every candidate passed over
 };
 
 // The first acceptable <dir>/libcuda.so.1 of `dirs`, in order (duplicates skipped).

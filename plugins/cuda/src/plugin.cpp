@@ -165,10 +165,15 @@ class NvidiaQueue final : public be::Queue {
     const std::size_t w = d.width_elems;
     if (d.height == 1) {
       switch (d.elem_size) {
-        case 1: return status(api_.cuMemsetD8Async(dst, static_cast<unsigned char>(d.value), w, stream_));
-        case 2: return status(api_.cuMemsetD16Async(dst, static_cast<unsigned short>(d.value), w, stream_));
-        case 4: return status(api_.cuMemsetD32Async(dst, d.value, w, stream_));
-        default: return status(CUDA_ERROR_INVALID_VALUE);
+        case 1:
+          return status(api_.cuMemsetD8Async(dst, static_cast<unsigned char>(d.value), w, stream_));
+        case 2:
+          return status(
+              api_.cuMemsetD16Async(dst, static_cast<unsigned short>(d.value), w, stream_));
+        case 4:
+          return status(api_.cuMemsetD32Async(dst, d.value, w, stream_));
+        default:
+          return status(CUDA_ERROR_INVALID_VALUE);
       }
     }
     switch (d.elem_size) {
@@ -176,11 +181,12 @@ class NvidiaQueue final : public be::Queue {
         return status(api_.cuMemsetD2D8Async(dst, d.pitch, static_cast<unsigned char>(d.value), w,
                                              d.height, stream_));
       case 2:
-        return status(api_.cuMemsetD2D16Async(dst, d.pitch, static_cast<unsigned short>(d.value),
-                                              w, d.height, stream_));
+        return status(api_.cuMemsetD2D16Async(dst, d.pitch, static_cast<unsigned short>(d.value), w,
+                                              d.height, stream_));
       case 4:
         return status(api_.cuMemsetD2D32Async(dst, d.pitch, d.value, w, d.height, stream_));
-      default: return status(CUDA_ERROR_INVALID_VALUE);
+      default:
+        return status(CUDA_ERROR_INVALID_VALUE);
     }
   }
 
@@ -233,7 +239,10 @@ class NvidiaBackend;
 class NvidiaContext final : public be::DeviceContext {
  public:
   NvidiaContext(NvidiaBackend& backend, int ordinal, RealContext ctx)
-      : backend_(backend), api_(api_of(backend)), ordinal_(ordinal), ctx_(ctx),
+      : backend_(backend),
+        api_(api_of(backend)),
+        ordinal_(ordinal),
+        ctx_(ctx),
         queues_(std::make_shared<QueueRegistry>()) {}
   ~NvidiaContext() override;
   NvidiaContext(const NvidiaContext&) = delete;
@@ -341,7 +350,8 @@ struct DeviceSlot {
 
 class NvidiaDevices final : public be::Devices {
  public:
-  NvidiaDevices(const NvidiaApi* api, int count) : api_(api), slots_(static_cast<std::size_t>(count)) {}
+  NvidiaDevices(const NvidiaApi* api, int count)
+      : api_(api), slots_(static_cast<std::size_t>(count)) {}
 
   [[nodiscard]] int count() const noexcept override { return static_cast<int>(slots_.size()); }
   [[nodiscard]] bool valid(int ordinal) const noexcept { return ordinal >= 0 && ordinal < count(); }
@@ -416,8 +426,11 @@ class NvidiaBackend final : public be::Backend {
  public:
   NvidiaBackend(std::optional<OpenedDriver> driver, int count, ContextMode mode,
                 std::shared_ptr<spdlog::logger> log)
-      : driver_(std::move(driver)), errors_(driver_ ? &driver_->api : nullptr),
-        devices_(driver_ ? &driver_->api : nullptr, count), mode_(mode), log_(std::move(log)) {
+      : driver_(std::move(driver)),
+        errors_(driver_ ? &driver_->api : nullptr),
+        devices_(driver_ ? &driver_->api : nullptr, count),
+        mode_(mode),
+        log_(std::move(log)) {
     for (int i = 0; i < count; ++i) (void)driver_->api.cuDeviceGet(&devices_.slot(i).device, i);
   }
 
@@ -530,9 +543,10 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
     SearchResult found = search_driver(dirs);
     for (const auto& line : found.tried) log.debug("cuda backend: skipped {}", line);
     if (!found.driver) {
-      log.warn("cuda backend: no NVIDIA driver found ({} not in any searched folder, or not "
-               "usable); set [cuda] driver to its full path. Searched:{}",
-               kDriverFileName, join(found.tried));
+      log.warn(
+          "cuda backend: no NVIDIA driver found ({} not in any searched folder, or not "
+          "usable); set [cuda] driver to its full path. Searched:{}",
+          kDriverFileName, join(found.tried));
       return new NvidiaBackend(std::nullopt, 0, mode, host.logger);
     }
     driver = std::move(found.driver);
@@ -557,10 +571,11 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
     return nullptr;
   }
   if (version < CUDA_VERSION) {
-    log.warn("cuda backend: NVIDIA's driver {} supports CUDA {}.{}, older than the {}.{} API "
-             "cudamux presents",
-             driver->path, version / 1000, version % 1000 / 10, CUDA_VERSION / 1000,
-             CUDA_VERSION % 1000 / 10);
+    log.warn(
+        "cuda backend: NVIDIA's driver {} supports CUDA {}.{}, older than the {}.{} API "
+        "cudamux presents",
+        driver->path, version / 1000, version % 1000 / 10, CUDA_VERSION / 1000,
+        CUDA_VERSION % 1000 / 10);
   }
   log.debug("cuda backend: NVIDIA's driver {} (CUDA {}.{}), {} device(s), contexts = {}",
             driver->path, version / 1000, version % 1000 / 10, count,

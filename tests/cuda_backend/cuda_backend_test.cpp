@@ -1,0 +1,528 @@
+// The cuda backend without a GPU: finding NVIDIA's driver among stand-ins, refusing
+// ours and non-drivers, and the passthrough mapping onto a fake NVIDIA driver (call log
+// read back from it). The RealDriver tests need NVIDIA's driver and skip without one.
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "cudamux/backend.hpp"
+#include "driver_locator.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace be = cudamux::backend;
+namespace cu = cudamux::cuda;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+fs::path exe_dir() { return fs::canonical("/proc/self/exe").parent_path(); }
+fs::path lib_dir() { return exe_dir().parent_path() / "lib"; }
+fs::path plugin_path() { return lib_dir() / "cudamux/plugins/libcudamux-cuda.so"; }
+fs::path our_libcuda() { return lib_dir() / "libcuda.so.1"; }
+fs::path standins() {
+  const char* env = std::getenv("CUDAMUX_CUDA_BACKEND_STANDINS");
+  return env && *env ? fs::path(env) : exe_dir().parent_path() / "tests/cuda_backend/standins";
+}
+fs::path standin(const char* kind) { return standins() / kind / "libcuda.so.1"; }
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/cudamux-cuda-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+  fs::path write(const std::string& name, const std::string& text) const {
+    fs::create_directories((path_ / name).parent_path());
+    std::ofstream(path_ / name) << text;
+    return path_ / name;
+  }
+
+ private:
+  fs::path path_;
+};
+
+// --- finding the driver ---
+
+TEST(Locator, OurLibcudaCarriesTheIdentitySectionNvidiasDoesNot) {
+  std::string error;
+  EXPECT_EQ(cu::elf_has_section(our_libcuda().string(), cu::kIdentitySection, error), true)
+      << error;
+  EXPECT_EQ(cu::elf_has_section(standin("fake").string(), cu::kIdentitySection, error), false)
+      << error;
+  TempDir t;
+  const auto junk = t.write("libcuda.so.1", "not an ELF file");
+  EXPECT_EQ(cu::elf_has_section(junk.string(), cu::kIdentitySection, error), std::nullopt);
+  EXPECT_THAT(error, HasSubstr("not a 64-bit ELF"));
+}
+
+TEST(Locator, SearchSkipsOursAndNonDriversThenFindsNvidias) {
+  TempDir t;
+  fs::create_directories(t.path() / "copy");
+  fs::copy_file(our_libcuda(), t.path() / "copy/libcuda.so.1");
+  const std::vector<std::string> dirs = {
+      (t.path() / "missing").string(), (t.path() / "copy").string(),
+      standin("notnvidia").parent_path().string(), standin("fake").parent_path().string()};
+  const cu::SearchResult found = cu::search_driver(dirs);
+  ASSERT_TRUE(found.driver.has_value());
+  EXPECT_EQ(found.driver->path, standin("fake").string());
+  ASSERT_EQ(found.tried.size(), 3u);
+  EXPECT_THAT(found.tried[0], HasSubstr("missing/libcuda.so.1: does not exist"));
+  EXPECT_THAT(found.tried[1], AllOf(HasSubstr("copy/libcuda.so.1"), HasSubstr("cudamux's own")));
+  EXPECT_THAT(found.tried[2], AllOf(HasSubstr("notnvidia/libcuda.so.1"),
+                                    HasSubstr("is not NVIDIA's driver: it does not export "
+                                              "cuDriverGetVersion")));
+  EXPECT_NE(found.driver->api.cuMemcpy3DAsync_v2, nullptr);
+}
+
+TEST(Locator, DefaultFoldersAreLdLibraryPathThenTheUsualOnes) {
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  const std::string saved = old ? old : "";
+  ::setenv("LD_LIBRARY_PATH", "/a::/b", 1);
+  const auto dirs = cu::default_search_dirs();
+  if (old)
+    ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+  else
+    ::unsetenv("LD_LIBRARY_PATH");
+  EXPECT_EQ(dirs, (std::vector<std::string>{"/a", "/b", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                                            "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"}));
+}
+
+// --- the plugin, loaded as the core loads it ---
+
+class CudaBackend : public ::testing::Test {
+ protected:
+  using CreateFn = be::Backend*(const be::PluginHost&, std::string&);
+
+  void SetUp() override {
+    lib_ = ::dlopen(plugin_path().c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib_, nullptr) << ::dlerror();
+    create_ = reinterpret_cast<CreateFn*>(::dlsym(lib_, be::kCreateSymbol));
+    ASSERT_NE(create_, nullptr);
+    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+    logger_ = std::make_shared<spdlog::logger>("cudamux", sink_);
+    logger_->set_level(spdlog::level::trace);
+  }
+  void TearDown() override { backend_.reset(); }  // the plugin itself stays loaded
+
+  // Creates the backend from TOML text (the [cuda] table's contents); error on failure.
+  be::Backend* create(const std::string& toml_text, std::string* error = nullptr) {
+    table_ = toml::parse(toml_text, std::string_view("test.toml"));
+    const be::PluginHost host{be::kAbiVersion, logger_, &table_, "test.toml"};
+    std::string message;
+    backend_.reset(create_(host, message));
+    if (error)
+      *error = message;
+    else
+      EXPECT_NE(backend_, nullptr) << message;
+    return backend_.get();
+  }
+  be::Backend* create_fake(const std::string& extra = "") {
+    return create("driver = \"" + standin("fake").string() + "\"\n" + extra);
+  }
+
+  // The fake driver's call log (and clearing it), through its own handle.
+  static std::string fake_log(bool clear = true) {
+    void* h = ::dlopen(standin("fake").c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (!h) return "<fake driver not loaded>";
+    auto* get = reinterpret_cast<const char* (*)()>(::dlsym(h, "fake_nvidia_log"));
+    auto* reset = reinterpret_cast<void (*)()>(::dlsym(h, "fake_nvidia_clear_log"));
+    std::string out = get();
+    if (clear) reset();
+    ::dlclose(h);
+    return out;
+  }
+  static void fake_busy(bool busy) {
+    void* h = ::dlopen(standin("fake").c_str(), RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(h, nullptr);
+    reinterpret_cast<void (*)(int)>(::dlsym(h, "fake_nvidia_set_busy"))(busy);
+    ::dlclose(h);
+  }
+
+  void* lib_ = nullptr;
+  CreateFn* create_ = nullptr;
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> logger_;
+  toml::table table_;
+  std::unique_ptr<be::Backend> backend_;
+};
+
+TEST_F(CudaBackend, NoDriverMeansNoDevicesAndSaysWhereItLooked) {
+  TempDir t;
+  be::Backend* b = create("search_path = [\"" + (t.path() / "nothing").string() + "\"]");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->name(), "cuda");
+  EXPECT_EQ(b->devices().count(), 0);
+  EXPECT_THAT(log_.str(),
+              AllOf(HasSubstr("no NVIDIA driver found"),
+                    HasSubstr((t.path() / "nothing/libcuda.so.1").string() + ": does not exist")));
+}
+
+TEST_F(CudaBackend, ConfiguredDriverThatIsOursIsAnError) {
+  std::string error;
+  EXPECT_EQ(create("driver = \"" + our_libcuda().string() + "\"", &error), nullptr);
+  EXPECT_THAT(error,
+              AllOf(HasSubstr("test.toml:1:10: [cuda] key 'driver': " + our_libcuda().string()),
+                    HasSubstr("cudamux's own")));
+}
+
+TEST_F(CudaBackend, ConfiguredLibraryThatIsNotNvidiasIsAnError) {
+  std::string error;
+  EXPECT_EQ(create("\ndriver = \"" + standin("notnvidia").string() + "\"", &error), nullptr);
+  EXPECT_THAT(error,
+              AllOf(HasSubstr("test.toml:2:10: [cuda] key 'driver'"),
+                    HasSubstr("is not NVIDIA's driver: it does not export cuDriverGetVersion")));
+}
+
+TEST_F(CudaBackend, DriverWhoseCuInitFailsIsAnErrorNamingFileAndNvidiasError) {
+  std::string error;
+  EXPECT_EQ(create("driver = \"" + standin("broken").string() + "\"", &error), nullptr);
+  EXPECT_THAT(error, AllOf(HasSubstr(standin("broken").string()), HasSubstr("failed to initialise"),
+                           HasSubstr("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")));
+}
+
+TEST_F(CudaBackend, ConfigErrorsNameFileLineColumnAndKey) {
+  std::string error;
+  EXPECT_EQ(create("driver = 5", &error), nullptr);
+  EXPECT_EQ(error, "test.toml:1:10: [cuda] key 'driver': expected a string");
+  EXPECT_EQ(create("driver = \"libcuda.so.1\"", &error), nullptr);
+  EXPECT_THAT(
+      error,
+      HasSubstr("test.toml:1:10: [cuda] key 'driver': \"libcuda.so.1\" is not an absolute path"));
+  EXPECT_EQ(create("contexts = \"shared\"", &error), nullptr);
+  EXPECT_EQ(error,
+            "test.toml:1:12: [cuda] key 'contexts': unknown mode \"shared\" (known: \"primary\" "
+            "\"create\")");
+  EXPECT_EQ(create("search_path = \"/x\"", &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("[cuda] key 'search_path': expected an array"));
+  EXPECT_EQ(
+      create("missing = \"/nonexistent/libcuda.so.1\"\ndriver = \"/nonexistent/libcuda.so.1\"",
+             &error),
+      nullptr);
+  EXPECT_THAT(
+      error,
+      HasSubstr("test.toml:2:10: [cuda] key 'driver': /nonexistent/libcuda.so.1 does not exist"));
+  EXPECT_THAT(log_.str(), HasSubstr("test.toml:1:1: [cuda] unknown key 'missing' ignored"));
+}
+
+TEST_F(CudaBackend, DevicesAndErrorsComeFromNvidiasDriver) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  auto& d = b->devices();
+  ASSERT_EQ(d.count(), 2);
+  be::DeviceProperties p;
+  ASSERT_TRUE(d.properties(1, p).ok());
+  EXPECT_EQ(p.name, "Fake NVIDIA H100 #101");  // device handle 101 is ordinal 1
+  EXPECT_EQ(p.uuid[0], 101);
+  EXPECT_EQ(p.uuid[15], 101);
+  EXPECT_EQ(p.total_memory, std::size_t{1} << 30);
+  EXPECT_EQ(p.cc_major, 9);
+  EXPECT_EQ(p.pci_bus, 0x41);
+  int v = 0;
+  ASSERT_TRUE(d.attribute(0, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, v).ok());
+  EXPECT_EQ(v, 132);
+  // NVIDIA's own answer for an attribute it does not know passes through unchanged.
+  EXPECT_EQ(d.attribute(0, CU_DEVICE_ATTRIBUTE_MAX, v).native, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(d.properties(2, p).native, CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_TRUE(d.can_access_peer(0, 1));
+  EXPECT_FALSE(d.can_access_peer(0, 0));
+  const auto& e = b->errors();
+  EXPECT_EQ(e.to_cuda(CUDA_ERROR_OUT_OF_MEMORY), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(e.native_name(CUDA_ERROR_NOT_READY), "CUDA_ERROR_NOT_READY");
+  EXPECT_EQ(e.to_cuda(4242), std::nullopt);  // NVIDIA's driver has no name for it
+  EXPECT_EQ(e.not_ready().native, CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(b->compiler(), nullptr);
+}
+
+TEST_F(CudaBackend, PrimaryModeSharesOneRetainedPrimaryContextPerDevice) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  fake_log();
+  std::unique_ptr<be::DeviceContext> c1, c2;
+  ASSERT_TRUE(b->open_context(1, CU_CTX_SCHED_BLOCKING_SYNC, c1).ok());
+  ASSERT_TRUE(b->open_context(1, 0, c2).ok());
+  EXPECT_EQ(c2->ordinal(), 1);
+  std::string calls = fake_log();
+  EXPECT_EQ(count(calls, "cuDevicePrimaryCtxRetain 101"), 1) << calls;
+  EXPECT_THAT(calls, HasSubstr("cuDevicePrimaryCtxSetFlags_v2 101 4"));  // flags of the first
+  c1.reset();
+  EXPECT_EQ(count(fake_log(false), "cuDevicePrimaryCtxRelease_v2"), 0);
+  c2.reset();
+  EXPECT_EQ(count(fake_log(), "cuDevicePrimaryCtxRelease_v2 101"), 1);
+  EXPECT_EQ(b->open_context(2, 0, c1).native, CUDA_ERROR_INVALID_DEVICE);
+}
+
+TEST_F(CudaBackend, CreateModeMakesOneRealContextEach) {
+  be::Backend* b = create_fake("contexts = \"create\"");
+  ASSERT_NE(b, nullptr);
+  fake_log();
+  std::unique_ptr<be::DeviceContext> c1, c2;
+  ASSERT_TRUE(b->open_context(0, CU_CTX_SCHED_YIELD, c1).ok());
+  ASSERT_TRUE(b->open_context(0, 0, c2).ok());
+  std::string calls = fake_log();
+  EXPECT_THAT(calls, HasSubstr("cuCtxCreate_v4 100 2"));
+  EXPECT_EQ(count(calls, "cuCtxCreate_v4"), 2);
+  EXPECT_EQ(count(calls, "cuCtxPopCurrent_v2"), 2);  // not left pushed on our thread
+  // Alternating between them switches NVIDIA's current context each time, not more.
+  void* p = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c1->allocate(64, &p).ok());
+    ASSERT_TRUE(c1->free(p).ok());
+    ASSERT_TRUE(c2->allocate(64, &p).ok());
+    ASSERT_TRUE(c2->free(p).ok());
+  }
+  EXPECT_EQ(count(fake_log(), "cuCtxSetCurrent"), 6);
+  c1.reset();
+  c2.reset();
+  EXPECT_EQ(count(fake_log(), "cuCtxDestroy_v2"), 2);
+}
+
+TEST_F(CudaBackend, CurrentContextIsSetOncePerThread) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  fake_log();
+  void* p = nullptr;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(c->allocate(256, &p).ok());
+    ASSERT_TRUE(c->free(p).ok());
+  }
+  EXPECT_LE(count(fake_log(), "cuCtxSetCurrent"), 1);
+  std::thread([&] {
+    void* q = nullptr;
+    EXPECT_TRUE(c->allocate(256, &q).ok());  // the fake needs a current context for this
+    EXPECT_TRUE(c->free(q).ok());
+  }).join();
+  EXPECT_EQ(count(fake_log(), "cuCtxSetCurrent"), 1);
+}
+
+TEST_F(CudaBackend, MemoryCopiesAndFillsMapOntoNvidiasCalls) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  void* dev = nullptr;
+  ASSERT_TRUE(c->allocate(4096, &dev).ok());
+  std::size_t free = 0, total = 0;
+  ASSERT_TRUE(b->devices().memory_info(0, free, total).ok());
+  EXPECT_EQ(total - free, 4096u);
+  EXPECT_EQ(c->allocate(std::size_t{2} << 30, &dev).native, CUDA_ERROR_OUT_OF_MEMORY);
+  std::unique_ptr<be::Queue> q;
+  fake_log();
+  ASSERT_TRUE(c->create_queue(0, -2, q).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuStreamCreateWithPriority 1 -2"));  // non-blocking
+
+  // 1D: host -> device -> host.
+  std::vector<unsigned char> src(256), back(256, 0);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i);
+  be::CopyDesc d;
+  d.dst = dev;
+  d.dst_kind = be::MemKind::device;
+  d.src = src.data();
+  d.width_bytes = d.dst_pitch = d.src_pitch = d.dst_slice = d.src_slice = 256;
+  ASSERT_TRUE(q->copy(d).ok());
+  d.dst = back.data();
+  d.src = dev;
+  d.dst_kind = be::MemKind::host_pageable;
+  d.src_kind = be::MemKind::device;
+  ASSERT_TRUE(q->copy_sync(d).ok());
+  EXPECT_EQ(src, back);
+  std::string calls = fake_log();
+  EXPECT_EQ(count(calls, "cuMemcpyAsync 256"), 2);
+  EXPECT_THAT(calls, HasSubstr("cuStreamSynchronize"));
+
+  // 2D: a 4x3 box from a pageable host buffer of pitch 10 into device memory of pitch 16.
+  be::CopyDesc box;
+  box.dst = dev;
+  box.dst_kind = be::MemKind::device;
+  box.src = src.data();
+  box.width_bytes = 4;
+  box.height = 3;
+  box.src_pitch = 10;
+  box.dst_pitch = 16;
+  box.src_slice = 30;
+  box.dst_slice = 48;
+  ASSERT_TRUE(q->copy(box).ok());
+  const auto* bytes = static_cast<const unsigned char*>(dev);  // the fake's "device" is host memory
+  EXPECT_EQ(bytes[16 * 2 + 3], 23);
+  EXPECT_THAT(fake_log(), HasSubstr("cuMemcpy2DAsync_v2 host->unified"));
+  // 3D: two slices; srcHeight/dstHeight come from slice / pitch.
+  box.depth = 2;
+  ASSERT_TRUE(q->copy(box).ok());
+  EXPECT_EQ(bytes[48 + 16 * 1 + 2], 30 + 10 + 2);
+  EXPECT_THAT(fake_log(), HasSubstr("cuMemcpy3DAsync_v2 host->unified heights 3,3"));
+
+  // Fills: 2D of 16-bit elements, 1D of 32-bit ones.
+  be::FillDesc f;
+  f.dst = dev;
+  f.value = 0xabcd;
+  f.elem_size = 2;
+  f.width_elems = 3;
+  f.height = 2;
+  f.pitch = 16;
+  ASSERT_TRUE(q->fill(f).ok());
+  EXPECT_EQ(reinterpret_cast<const std::uint16_t*>(bytes + 16)[2], 0xabcd);
+  EXPECT_THAT(fake_log(), HasSubstr("cuMemsetD2D16Async 3x2 pitch 16"));
+  f.elem_size = 4;
+  f.height = 1;
+  f.value = 0x01020304;
+  ASSERT_TRUE(q->fill(f).ok());
+  EXPECT_EQ(reinterpret_cast<const std::uint32_t*>(bytes)[2], 0x01020304u);
+  EXPECT_THAT(fake_log(), HasSubstr("cuMemsetD32Async 3x1"));
+  q.reset();
+  ASSERT_TRUE(c->free(dev).ok());
+}
+
+TEST_F(CudaBackend, EventsHostFunctionsAndNotReadyPassThrough) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  std::unique_ptr<be::Queue> q;
+  ASSERT_TRUE(c->create_queue(CU_STREAM_NON_BLOCKING, 0, q).ok());
+  std::unique_ptr<be::Event> timed, untimed;
+  ASSERT_TRUE(c->create_event(CU_EVENT_DEFAULT, timed).ok());
+  ASSERT_TRUE(c->create_event(CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC, untimed).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuEventCreate 3"));
+  ASSERT_TRUE(q->record(*timed).ok());
+  ASSERT_TRUE(q->record(*untimed).ok());
+  ASSERT_TRUE(q->wait(*untimed).ok());
+  float ms = -1;
+  EXPECT_TRUE(timed->elapsed_since(*timed, ms).ok());
+  EXPECT_EQ(ms, 0.0f);
+  EXPECT_EQ(untimed->elapsed_since(*timed, ms).native,
+            CUDA_ERROR_INVALID_HANDLE);  // NVIDIA's answer
+  int calls = 0;
+  ASSERT_TRUE(q->host_function([](void* p) { ++*static_cast<int*>(p); }, &calls).ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_THAT(fake_log(), AllOf(HasSubstr("cuStreamWaitEvent 0"), HasSubstr("cuLaunchHostFunc")));
+  fake_busy(true);
+  EXPECT_EQ(q->query().native, CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(timed->query().native, CUDA_ERROR_NOT_READY);
+  fake_busy(false);
+  EXPECT_TRUE(q->query().ok());
+  EXPECT_TRUE(c->synchronize().ok());
+  EXPECT_EQ(q->launch(be::LaunchDesc{}).native, CUDA_ERROR_NOT_SUPPORTED);  // until issue 3
+}
+
+TEST_F(CudaBackend, HostMemoryPassesFlagsThrough) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  fake_log();
+  void* h = nullptr;
+  ASSERT_TRUE(c->allocate_host(100, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP, &h).ok());
+  void* d = nullptr;
+  ASSERT_TRUE(c->host_device_pointer(h, &d).ok());
+  EXPECT_EQ(static_cast<char*>(d), static_cast<char*>(h) + 0x1000);  // NVIDIA's address, not ours
+  ASSERT_TRUE(c->free_host(h).ok());
+  std::vector<char> buf(4096);
+  ASSERT_TRUE(c->register_host(buf.data(), buf.size(), CU_MEMHOSTREGISTER_PORTABLE).ok());
+  ASSERT_TRUE(c->unregister_host(buf.data()).ok());
+  ASSERT_TRUE(c->allocate_managed(64, CU_MEM_ATTACH_GLOBAL, &d).ok());
+  ASSERT_TRUE(c->free_managed(d).ok());
+  EXPECT_THAT(fake_log(),
+              AllOf(HasSubstr("cuMemHostAlloc 100 3"), HasSubstr("cuMemHostRegister_v2 4096 1"),
+                    HasSubstr("cuMemHostUnregister"), HasSubstr("cuMemAllocManaged 1")));
+}
+
+// --- through our libcuda.so.1, in a child process ---
+
+struct ProbeRun {
+  std::string output;
+};
+
+ProbeRun run_probe(const std::string& config_text, const std::string& log_level = "info") {
+  TempDir t;
+  const auto config = t.write("cudamux.toml", "backend = \"cuda\"\n[cuda]\n" + config_text);
+  const std::string cmd =
+      "CUDAMUX_BACKEND=cuda CUDAMUX_PLUGIN_PATH= CUDAMUX_LOG_LEVEL=" + log_level +
+      " CUDAMUX_CONFIG=" + config.string() + " " + (exe_dir() / "cuda_backend_probe").string() +
+      " 2>&1";
+  ProbeRun run;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return run;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) run.output.append(buf.data(), n);
+  ::pclose(p);
+  return run;
+}
+
+TEST(ThroughLibcuda, NoDriverReportsNoDeviceCleanly) {
+  const ProbeRun r = run_probe("search_path = [\"/nonexistent-cudamux-dir\"]\n");
+  EXPECT_THAT(r.output,
+              AllOf(HasSubstr("cuInit CUDA_ERROR_NO_DEVICE"), HasSubstr("no NVIDIA driver found"),
+                    HasSubstr("/nonexistent-cudamux-dir/libcuda.so.1: does not exist")));
+}
+
+TEST(ThroughLibcuda, FakeDriverFoundInTheSearchPathRunsAProgram) {
+  // Our own lib folder first: its libcuda.so.1 is the one this process runs on.
+  const ProbeRun r = run_probe("search_path = [\"" + lib_dir().string() + "\", \"" +
+                                   standin("notnvidia").parent_path().string() + "\", \"" +
+                                   standin("fake").parent_path().string() + "\"]\n",
+                               "debug");
+  EXPECT_THAT(r.output, AllOf(HasSubstr("cuInit CUDA_SUCCESS"), HasSubstr("devices 2"),
+                              HasSubstr("name Fake NVIDIA H100 #100"), HasSubstr("roundtrip ok"),
+                              HasSubstr("cuCtxDestroy CUDA_SUCCESS"), HasSubstr("cudamux's own"),
+                              HasSubstr("is not NVIDIA's driver")));
+}
+
+TEST(ThroughLibcuda, BrokenDriverFailsCuInitNamingFileAndError) {
+  const ProbeRun r = run_probe("driver = \"" + standin("broken").string() + "\"\n");
+  EXPECT_THAT(r.output, AllOf(HasSubstr("cuInit CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"),
+                              HasSubstr(standin("broken").string()),
+                              HasSubstr("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")));
+}
+
+// --- NVIDIA's real driver ---
+
+TEST(RealDriver, ProgramRunsOnNvidiasDriverThroughCudamux) {
+  const cu::SearchResult found = cu::search_driver(cu::default_search_dirs());
+  if (!found.driver) GTEST_SKIP() << "no NVIDIA driver found";
+  const ProbeRun r = run_probe("driver = \"" + found.driver->path + "\"\n");
+  EXPECT_THAT(r.output, AllOf(HasSubstr("cuInit CUDA_SUCCESS"), HasSubstr("roundtrip ok"),
+                              Not(HasSubstr("BAD"))));
+  std::printf("%s", r.output.c_str());
+}
+
+TEST(Locator, TheLibcudaThisProcessRunsOnIsSkippedEvenUnmarked) {
+  // Last: loads our libcuda.so.1 into this process's global scope.
+  ASSERT_NE(::dlopen(our_libcuda().c_str(), RTLD_NOW | RTLD_GLOBAL), nullptr) << ::dlerror();
+  EXPECT_TRUE(cu::is_loaded_libcuda(our_libcuda().string()));
+  EXPECT_FALSE(cu::is_loaded_libcuda(standin("fake").string()));
+}
+
+}  // namespace

@@ -1,0 +1,400 @@
+// A stand-in for NVIDIA's libcuda.so.1: the functions the cuda backend resolves, run
+// synchronously on the CPU, with a call log the tests read (fake_nvidia_log). Device
+// handles differ from ordinals (100 + ordinal) so that the tests see the mapping.
+// Built as <standins>/fake/libcuda.so.1 (and broken/, where cuInit fails).
+#include <cuda.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr int kDevices = 2;
+constexpr std::size_t kTotal = std::size_t{1} << 30;
+
+struct FakeContext {
+  int device = 0;
+  unsigned flags = 0;
+  bool primary = false;
+};
+struct FakeEvent {
+  unsigned flags = 0;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at;
+};
+
+std::mutex g_mu;
+std::string g_log;
+bool g_busy = false;
+std::map<CUdeviceptr, std::size_t> g_allocations;
+FakeContext g_primary[kDevices];
+int g_primary_refs[kDevices] = {};
+unsigned g_primary_flags[kDevices] = {};
+thread_local std::vector<CUcontext> t_stack;
+
+void log(const std::string& line) {
+  std::lock_guard lock(g_mu);
+  g_log += line + "\n";
+}
+std::size_t used() {
+  std::size_t n = 0;
+  for (const auto& [p, s] : g_allocations) n += s;
+  return n;
+}
+bool valid_device(CUdevice d) { return d >= 100 && d < 100 + kDevices; }
+void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
+
+}  // namespace
+
+FAKE_EXPORT const char* fake_nvidia_log() {
+  std::lock_guard lock(g_mu);
+  static std::string copy;
+  copy = g_log;
+  return copy.c_str();
+}
+FAKE_EXPORT void fake_nvidia_clear_log() {
+  std::lock_guard lock(g_mu);
+  g_log.clear();
+}
+FAKE_EXPORT void fake_nvidia_set_busy(int busy) { g_busy = busy != 0; }
+
+FAKE_EXPORT CUresult cuInit(unsigned flags) {
+  log("cuInit " + std::to_string(flags));
+#ifdef FAKE_NVIDIA_BROKEN
+  return CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;  // a driver whose kernel module disagrees
+#else
+  return CUDA_SUCCESS;
+#endif
+}
+FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
+  switch (r) {
+    case CUDA_SUCCESS:
+      *s = "CUDA_SUCCESS";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_VALUE:
+      *s = "CUDA_ERROR_INVALID_VALUE";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *s = "CUDA_ERROR_OUT_OF_MEMORY";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_CONTEXT:
+      *s = "CUDA_ERROR_INVALID_CONTEXT";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_NOT_READY:
+      *s = "CUDA_ERROR_NOT_READY";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_HANDLE:
+      *s = "CUDA_ERROR_INVALID_HANDLE";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+      *s = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+      return CUDA_SUCCESS;
+    default:
+      *s = nullptr;
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) { return cuGetErrorName(r, s); }
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int* n) {
+  *n = kDevices;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  if (ordinal < 0 || ordinal >= kDevices) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 100 + ordinal;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<std::size_t>(len), "Fake NVIDIA H100 #%d", d);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* u, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  std::memset(u->bytes, d, sizeof u->bytes);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = kTotal;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *v = 9;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *v = 0;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+      *v = 0;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      *v = 0x40 + (d - 100);
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+      *v = 0;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *v = 132;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // what NVIDIA answers for unknown attributes
+  }
+}
+FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
+  *can = valid_device(a) && valid_device(b) && a != b;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  log("cuDevicePrimaryCtxRetain " + std::to_string(d));
+  std::lock_guard lock(g_mu);
+  auto& p = g_primary[d - 100];
+  p = {d - 100, g_primary_flags[d - 100], true};
+  ++g_primary_refs[d - 100];
+  *c = reinterpret_cast<CUcontext>(&p);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  log("cuDevicePrimaryCtxRelease_v2 " + std::to_string(d));
+  std::lock_guard lock(g_mu);
+  if (g_primary_refs[d - 100] == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  --g_primary_refs[d - 100];
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned flags) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  log("cuDevicePrimaryCtxSetFlags_v2 " + std::to_string(d) + " " + std::to_string(flags));
+  g_primary_flags[d - 100] = flags;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned* flags, int* active) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(g_mu);
+  *flags = g_primary_flags[d - 100];
+  *active = g_primary_refs[d - 100] > 0;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext* c, CUctxCreateParams*, unsigned flags, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  log("cuCtxCreate_v4 " + std::to_string(d) + " " + std::to_string(flags));
+  *c = reinterpret_cast<CUcontext>(new FakeContext{d - 100, flags, false});
+  t_stack.push_back(*c);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext c) {
+  log("cuCtxDestroy_v2");
+  delete reinterpret_cast<FakeContext*>(c);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
+  log("cuCtxSetCurrent");
+  if (t_stack.empty()) {
+    t_stack.push_back(c);
+  } else {
+    t_stack.back() = c;
+  }
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
+  log("cuCtxPopCurrent_v2");
+  if (t_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c) *c = t_stack.back();
+  t_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+static bool has_current() { return !t_stack.empty() && t_stack.back() != nullptr; }
+
+FAKE_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(g_mu);
+  *total = kTotal;
+  *free = kTotal - used();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, std::size_t bytes) {
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(g_mu);
+  if (bytes > kTotal - used()) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  g_allocations[*p] = bytes;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  std::lock_guard lock(g_mu);
+  if (g_allocations.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::free(ptr(p));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, std::size_t bytes, unsigned flags) {
+  log("cuMemAllocManaged " + std::to_string(flags));
+  return cuMemAlloc_v2(p, bytes);
+}
+FAKE_EXPORT CUresult cuMemHostAlloc(void** p, std::size_t bytes, unsigned flags) {
+  log("cuMemHostAlloc " + std::to_string(bytes) + " " + std::to_string(flags));
+  *p = std::malloc(bytes);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemFreeHost(void* p) {
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void*, std::size_t bytes, unsigned flags) {
+  log("cuMemHostRegister_v2 " + std::to_string(bytes) + " " + std::to_string(flags));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemHostUnregister(void*) {
+  log("cuMemHostUnregister");
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned) {
+  *d = reinterpret_cast<CUdeviceptr>(p) + 0x1000;  // a different address, as NVIDIA may give
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream* s, unsigned flags, int priority) {
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  log("cuStreamCreateWithPriority " + std::to_string(flags) + " " + std::to_string(priority));
+  *s = reinterpret_cast<CUstream>(new int(0));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  delete reinterpret_cast<int*>(s);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamQuery(CUstream) {
+  return g_busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) {
+  log("cuStreamSynchronize");
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned flags) {
+  log("cuStreamWaitEvent " + std::to_string(flags));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream, CUhostFn fn, void* user) {
+  log("cuLaunchHostFunc");
+  fn(user);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventCreate(CUevent* e, unsigned flags) {
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  log("cuEventCreate " + std::to_string(flags));
+  *e = reinterpret_cast<CUevent>(new FakeEvent{flags, false, {}});
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  delete reinterpret_cast<FakeEvent*>(e);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream) {
+  auto* ev = reinterpret_cast<FakeEvent*>(e);
+  ev->recorded = true;
+  ev->at = std::chrono::steady_clock::now();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventQuery(CUevent) { return g_busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
+  auto* s = reinterpret_cast<FakeEvent*>(a);
+  auto* e = reinterpret_cast<FakeEvent*>(b);
+  if ((s->flags | e->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  *ms = std::chrono::duration<float, std::milli>(e->at - s->at).count();
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream) {
+  log("cuMemcpyAsync " + std::to_string(n));
+  std::memcpy(ptr(dst), ptr(src), n);
+  return CUDA_SUCCESS;
+}
+namespace {
+const char* type_name(CUmemorytype t) {
+  return t == CU_MEMORYTYPE_HOST ? "host" : t == CU_MEMORYTYPE_UNIFIED ? "unified" : "other";
+}
+void copy_box(char* dst, std::size_t dpitch, std::size_t dslice, const char* src,
+              std::size_t spitch, std::size_t sslice, std::size_t w, std::size_t h, std::size_t d) {
+  for (std::size_t z = 0; z < d; ++z)
+    for (std::size_t y = 0; y < h; ++y)
+      std::memcpy(dst + z * dslice + y * dpitch, src + z * sslice + y * spitch, w);
+}
+}  // namespace
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream) {
+  log(std::string("cuMemcpy2DAsync_v2 ") + type_name(p->srcMemoryType) + "->" +
+      type_name(p->dstMemoryType));
+  const char* src = p->srcMemoryType == CU_MEMORYTYPE_HOST
+                        ? static_cast<const char*>(p->srcHost)
+                        : static_cast<const char*>(ptr(p->srcDevice));
+  char* dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? static_cast<char*>(p->dstHost)
+                                                     : static_cast<char*>(ptr(p->dstDevice));
+  copy_box(dst + p->dstY * p->dstPitch + p->dstXInBytes, p->dstPitch, 0,
+           src + p->srcY * p->srcPitch + p->srcXInBytes, p->srcPitch, 0, p->WidthInBytes, p->Height,
+           1);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream) {
+  log(std::string("cuMemcpy3DAsync_v2 ") + type_name(p->srcMemoryType) + "->" +
+      type_name(p->dstMemoryType) + " heights " + std::to_string(p->srcHeight) + "," +
+      std::to_string(p->dstHeight));
+  const char* src = p->srcMemoryType == CU_MEMORYTYPE_HOST
+                        ? static_cast<const char*>(p->srcHost)
+                        : static_cast<const char*>(ptr(p->srcDevice));
+  char* dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? static_cast<char*>(p->dstHost)
+                                                     : static_cast<char*>(ptr(p->dstDevice));
+  copy_box(dst, p->dstPitch, p->dstPitch * p->dstHeight, src, p->srcPitch,
+           p->srcPitch * p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+template <class T>
+CUresult fill(CUdeviceptr dst, std::size_t pitch, T value, std::size_t w, std::size_t h,
+              const char* fn) {
+  log(std::string(fn) + " " + std::to_string(w) + "x" + std::to_string(h) + " pitch " +
+      std::to_string(pitch));
+  for (std::size_t y = 0; y < h; ++y) {
+    auto* row = reinterpret_cast<T*>(static_cast<char*>(ptr(dst)) + y * pitch);
+    for (std::size_t x = 0; x < w; ++x) row[x] = value;
+  }
+  return CUDA_SUCCESS;
+}
+}  // namespace
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, std::size_t n, CUstream) {
+  return fill(d, n, v, n, 1, "cuMemsetD8Async");
+}
+FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, std::size_t n, CUstream) {
+  return fill(d, n * 2, v, n, 1, "cuMemsetD16Async");
+}
+FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, std::size_t n, CUstream) {
+  return fill(d, n * 4, v, n, 1, "cuMemsetD32Async");
+}
+FAKE_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, std::size_t p, unsigned char v, std::size_t w,
+                                       std::size_t h, CUstream) {
+  return fill(d, p, v, w, h, "cuMemsetD2D8Async");
+}
+FAKE_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, std::size_t p, unsigned short v,
+                                        std::size_t w, std::size_t h, CUstream) {
+  return fill(d, p, v, w, h, "cuMemsetD2D16Async");
+}
+FAKE_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, std::size_t p, unsigned v, std::size_t w,
+                                        std::size_t h, CUstream) {
+  return fill(d, p, v, w, h, "cuMemsetD2D32Async");
+}
