@@ -2,6 +2,7 @@
 // handles, option parsing, and compilation by the active backend's Compiler. NVRTC needs no
 // cuInit: Core::backend_for_compilation loads the same config and plugin cuInit uses.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,8 +16,6 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core.hpp"
 #include "cudamux/log.hpp"
@@ -46,7 +45,8 @@ void setup_slow() noexcept {
 nvrtcResult not_supported(std::atomic<bool>& logged, const char* symbol) noexcept {
   if (!logged.exchange(true, std::memory_order_relaxed)) {
     try {
-      log::get()->warn("{} is not supported by cudamux yet: returning NVRTC_ERROR_INTERNAL_ERROR", symbol);
+      log::get()->warn("{} is not supported by cudamux yet: returning NVRTC_ERROR_INTERNAL_ERROR",
+                       symbol);
     } catch (...) {
     }
   }
@@ -176,7 +176,8 @@ be::Compiler* compiler_for(const char* function, std::string& why) {
   } else if (be::Compiler* c = backend->compiler()) {
     return c;
   } else {
-    why = "backend '" + std::string(backend->name()) + "' has no compiler (NVRTC is not available on it)";
+    why = "backend '" + std::string(backend->name()) +
+          "' has no compiler (NVRTC is not available on it)";
   }
   log::get()->error("{}: {}: returning NVRTC_ERROR_INTERNAL_ERROR", function, why);
   return nullptr;
@@ -188,9 +189,11 @@ void copy_out(const std::string& s, char* out) {
 }
 
 // --time=<file>: NVRTC's CSV layout; "-" appends it to the program log, as NVRTC does.
-bool write_time_file(const std::string& path, Program& p, const std::string& backend_name, double ms) {
+bool write_time_file(const std::string& path, Program& p, const std::string& backend_name,
+                     double ms) {
   char line[512];
-  std::snprintf(line, sizeof line, "File name, phase name, metric, unit\n%s, cudamux %s compiler, %.3f, ms\n",
+  std::snprintf(line, sizeof line,
+                "File name, phase name, metric, unit\n%s, cudamux %s compiler, %.3f, ms\n",
                 p.name.c_str(), backend_name.c_str(), ms);
   if (path == "-") {
     p.log += line;
@@ -235,20 +238,22 @@ const char* name_of(nvrtcResult r) noexcept {
 
 namespace cudamux::nvrtc_impl {
 
-using nvrtc_core::reject;
 using nvrtc_core::registry;
+using nvrtc_core::reject;
 
 const char* nvrtcGetErrorString(nvrtcResult result) { return nvrtc_core::name_of(result); }
 
 nvrtcResult nvrtcVersion(int* major, int* minor) {
-  if (!major || !minor) return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcVersion", "null out-pointer");
+  if (!major || !minor)
+    return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcVersion", "null out-pointer");
   *major = kVersionMajor;
   *minor = kVersionMinor;
   return NVRTC_SUCCESS;
 }
 
 nvrtcResult nvrtcGetNumSupportedArchs(int* numArchs) {
-  if (!numArchs) return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetNumSupportedArchs", "null out-pointer");
+  if (!numArchs)
+    return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetNumSupportedArchs", "null out-pointer");
   std::string why;
   be::Compiler* c = nvrtc_core::compiler_for("nvrtcGetNumSupportedArchs", why);
   if (!c) return NVRTC_ERROR_INTERNAL_ERROR;
@@ -257,7 +262,8 @@ nvrtcResult nvrtcGetNumSupportedArchs(int* numArchs) {
 }
 
 nvrtcResult nvrtcGetSupportedArchs(int* supportedArchs) {
-  if (!supportedArchs) return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetSupportedArchs", "null out-pointer");
+  if (!supportedArchs)
+    return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetSupportedArchs", "null out-pointer");
   std::string why;
   be::Compiler* c = nvrtc_core::compiler_for("nvrtcGetSupportedArchs", why);
   if (!c) return NVRTC_ERROR_INTERNAL_ERROR;
@@ -266,14 +272,16 @@ nvrtcResult nvrtcGetSupportedArchs(int* supportedArchs) {
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name, int numHeaders,
-                               const char* const* headers, const char* const* includeNames) {
+nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name,
+                               int numHeaders, const char* const* headers,
+                               const char* const* includeNames) {
   constexpr const char* fn = "nvrtcCreateProgram";
   if (!prog) return reject(NVRTC_ERROR_INVALID_PROGRAM, fn, "null program out-pointer");
   if (!src) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null source");
   if (numHeaders < 0) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "negative numHeaders");
   if (numHeaders > 0 && (!headers || !includeNames))
-    return reject(NVRTC_ERROR_INVALID_INPUT, fn, "numHeaders > 0 with a null headers or includeNames array");
+    return reject(NVRTC_ERROR_INVALID_INPUT, fn,
+                  "numHeaders > 0 with a null headers or includeNames array");
   auto p = std::make_shared<nvrtc_core::Program>();
   p->source = src;
   p->name = (name && *name) ? name : "default_program";
@@ -294,17 +302,18 @@ nvrtcResult nvrtcDestroyProgram(nvrtcProgram* prog) {
   return NVRTC_SUCCESS;
 }
 
-#define CUDAMUX_NVRTC_PROGRAM(var, prog, fn)                                              \
-  const auto var##_ref = registry().find(prog);                                            \
-  if (!var##_ref) return reject(NVRTC_ERROR_INVALID_PROGRAM, fn, "not a live program");   \
-  nvrtc_core::Program& var = *var##_ref;                                                   \
+#define CUDAMUX_NVRTC_PROGRAM(var, prog, fn)                                            \
+  const auto var##_ref = registry().find(prog);                                         \
+  if (!var##_ref) return reject(NVRTC_ERROR_INVALID_PROGRAM, fn, "not a live program"); \
+  nvrtc_core::Program& var = *var##_ref;                                                \
   std::lock_guard var##_lock(var.mutex)
 
 nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* const* options) {
   constexpr const char* fn = "nvrtcCompileProgram";
   CUDAMUX_NVRTC_PROGRAM(p, prog, fn);
   if (numOptions < 0) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "negative numOptions");
-  if (numOptions > 0 && !options) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null options array");
+  if (numOptions > 0 && !options)
+    return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null options array");
   for (int i = 0; i < numOptions; ++i)
     if (!options[i]) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null option string");
 
@@ -352,25 +361,30 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* c
   p.compile_attempted = true;
   const auto start = std::chrono::steady_clock::now();
   const be::Status status = compiler->compile(request, result);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   be::Backend& backend = *core::Core::get().backend_for_compilation();
   if (!status.ok()) {
     const std::string_view native = backend.errors().native_name(status.native);
-    log::get()->error("{}: program '{}': the compiler of backend '{}' failed with {} ({}): returning "
-                      "NVRTC_ERROR_INTERNAL_ERROR",
-                      fn, p.name, backend.name(), native, status.native);
-    p.log += "nvrtc: error: the compiler of backend '" + std::string(backend.name()) + "' failed (" +
-             std::string(native) + ")\n" + result.log;
+    log::get()->error(
+        "{}: program '{}': the compiler of backend '{}' failed with {} ({}): returning "
+        "NVRTC_ERROR_INTERNAL_ERROR",
+        fn, p.name, backend.name(), native, status.native);
+    p.log += "nvrtc: error: the compiler of backend '" + std::string(backend.name()) +
+             "' failed (" + std::string(native) + ")\n" + result.log;
     return NVRTC_ERROR_INTERNAL_ERROR;
   }
   if (cancelled()) return NVRTC_ERROR_CANCELLED;
   p.log += result.log;
-  if (!parsed.time_file.empty() && !nvrtc_core::write_time_file(parsed.time_file, p, std::string(backend.name()), ms)) {
+  if (!parsed.time_file.empty() &&
+      !nvrtc_core::write_time_file(parsed.time_file, p, std::string(backend.name()), ms)) {
     log::get()->warn("{}: could not write the --time file {}", fn, parsed.time_file);
     return NVRTC_ERROR_TIME_FILE_WRITE_FAILED;
   }
-  if (!parsed.time_trace_file.empty() && !nvrtc_core::write_time_trace(parsed.time_trace_file, p, ms)) {
-    log::get()->warn("{}: could not write the --fdevice-time-trace file {}", fn, parsed.time_trace_file);
+  if (!parsed.time_trace_file.empty() &&
+      !nvrtc_core::write_time_trace(parsed.time_trace_file, p, ms)) {
+    log::get()->warn("{}: could not write the --fdevice-time-trace file {}", fn,
+                     parsed.time_trace_file);
     return NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED;
   }
   if (!result.success) {
@@ -428,7 +442,8 @@ nvrtcResult nvrtcGetCUBIN(nvrtcProgram prog, char* cubin) {
 // LTO IR and OptiX IR: the options that ask for them (-dlto, -optix-ir) are rejected, so a
 // program never has any: size 0 and nothing written, as NVIDIA's NVRTC does without them.
 nvrtcResult nvrtcGetLTOIRSize(nvrtcProgram prog, size_t* LTOIRSizeRet) {
-  return size_of(prog, LTOIRSizeRet, "nvrtcGetLTOIRSize", [](const nvrtc_core::Program&) { return std::size_t{0}; });
+  return size_of(prog, LTOIRSizeRet, "nvrtcGetLTOIRSize",
+                 [](const nvrtc_core::Program&) { return std::size_t{0}; });
 }
 
 nvrtcResult nvrtcGetLTOIR(nvrtcProgram prog, char* LTOIR) {
@@ -438,7 +453,8 @@ nvrtcResult nvrtcGetLTOIR(nvrtcProgram prog, char* LTOIR) {
 }
 
 nvrtcResult nvrtcGetOptiXIRSize(nvrtcProgram prog, size_t* optixirSizeRet) {
-  return size_of(prog, optixirSizeRet, "nvrtcGetOptiXIRSize", [](const nvrtc_core::Program&) { return std::size_t{0}; });
+  return size_of(prog, optixirSizeRet, "nvrtcGetOptiXIRSize",
+                 [](const nvrtc_core::Program&) { return std::size_t{0}; });
 }
 
 nvrtcResult nvrtcGetOptiXIR(nvrtcProgram prog, char* optixir) {
@@ -464,7 +480,8 @@ nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char* const name_exp
   CUDAMUX_NVRTC_PROGRAM(p, prog, fn);
   if (!name_expression) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null name expression");
   if (p.compile_attempted)
-    return reject(NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION, fn, "the program was compiled already");
+    return reject(NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION, fn,
+                  "the program was compiled already");
   if (std::find(p.name_expressions.begin(), p.name_expressions.end(), name_expression) ==
       p.name_expressions.end())
     p.name_expressions.emplace_back(name_expression);
@@ -475,9 +492,11 @@ nvrtcResult nvrtcGetLoweredName(nvrtcProgram prog, const char* const name_expres
                                 const char** lowered_name) {
   constexpr const char* fn = "nvrtcGetLoweredName";
   CUDAMUX_NVRTC_PROGRAM(p, prog, fn);
-  if (!name_expression || !lowered_name) return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null argument");
+  if (!name_expression || !lowered_name)
+    return reject(NVRTC_ERROR_INVALID_INPUT, fn, "null argument");
   if (!p.compiled)
-    return reject(NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION, fn, "the program is not compiled");
+    return reject(NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION, fn,
+                  "the program is not compiled");
   for (const auto& [expression, symbol] : p.lowered) {
     if (expression == name_expression) {
       *lowered_name = symbol.c_str();  // lives until nvrtcDestroyProgram (or a recompile)
@@ -507,7 +526,8 @@ nvrtcResult nvrtcGetPCHCreateStatus(nvrtcProgram prog) {
 
 // No PCH is ever created, so none needs heap: 0 (NVIDIA's answer without a PCH, measured).
 nvrtcResult nvrtcGetPCHHeapSizeRequired(nvrtcProgram prog, size_t* size) {
-  return size_of(prog, size, "nvrtcGetPCHHeapSizeRequired", [](const nvrtc_core::Program&) { return std::size_t{0}; });
+  return size_of(prog, size, "nvrtcGetPCHHeapSizeRequired",
+                 [](const nvrtc_core::Program&) { return std::size_t{0}; });
 }
 
 nvrtcResult nvrtcSetFlowCallback(nvrtcProgram prog, int (*callback)(void*, void*), void* payload) {

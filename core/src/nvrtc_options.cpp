@@ -20,15 +20,41 @@ enum class Kind : std::uint8_t {
 };
 
 enum class Id : std::uint8_t {
-  arch, rdc_on, rdc_off, rdc, debug, lineinfo, fmad, fast_math, define, undefine, include,
-  pre_include, std_, default_device, time, time_trace, pch_auto, pch_create, syntax_only,
-  reject,      // documented, but no cudamux backend can honour it (see `why`)
-  extra,       // accepted, recorded in CompileOptions::extra
+  arch,
+  rdc_on,
+  rdc_off,
+  rdc,
+  debug,
+  lineinfo,
+  fmad,
+  fast_math,
+  define,
+  undefine,
+  include,
+  pre_include,
+  std_,
+  default_device,
+  time,
+  time_trace,
+  pch_auto,
+  pch_create,
+  syntax_only,
+  reject,  // documented, but no cudamux backend can honour it (see `why`)
+  extra,   // accepted, recorded in CompileOptions::extra
 };
 
 // How a value is checked (for value options whose meaning we do not use but validate
 // like NVRTC, so a typo is reported rather than ignored).
-enum class Check : std::uint8_t { none, on_off, ofc, positive_int, nonneg_int, jtd, int_list, opt_info };
+enum class Check : std::uint8_t {
+  none,
+  on_off,
+  ofc,
+  positive_int,
+  nonneg_int,
+  jtd,
+  int_list,
+  opt_info
+};
 
 struct Spec {
   std::string_view long_name;
@@ -126,15 +152,18 @@ std::string check_value(const Spec& s, std::string_view v) {
     case Check::on_off:
       return one_of(v, {"on", "off"}) ? "" : display(s) + " expects on or off";
     case Check::ofc:
-      return one_of(v, {"0", "min", "mid", "max"}) ? "" : display(s) + " expects 0, min, mid or max";
+      return one_of(v, {"0", "min", "mid", "max"}) ? ""
+                                                   : display(s) + " expects 0, min, mid or max";
     case Check::positive_int:
       return parse_int(v, n) && n > 0 ? "" : display(s) + " expects a positive integer value";
     case Check::nonneg_int:
       return parse_int(v, n) && n >= 0 ? "" : display(s) + " expects a non-negative integer value";
     case Check::jtd:
-      return parse_int(v, n) && n >= 0 && n <= 101 ? "" : display(s) + " expects an integer in [0, 101]";
+      return parse_int(v, n) && n >= 0 && n <= 101 ? ""
+                                                   : display(s) + " expects an integer in [0, 101]";
     case Check::opt_info:
-      return v == "inline" ? "" : "invalid optimization tag for " + display(s) + ": " + std::string(v);
+      return v == "inline" ? ""
+                           : "invalid optimization tag for " + display(s) + ": " + std::string(v);
     case Check::int_list: {
       std::string_view rest = v;
       while (true) {
@@ -158,7 +187,8 @@ const Spec* find_spec(std::string_view name, bool long_form) {
 bool is_identifier(std::string_view v) {
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (v.empty() || !alpha(v.front())) return false;
-  return std::all_of(v.begin(), v.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+  return std::all_of(v.begin(), v.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
 }
 
 std::string_view trim_left(std::string_view v) {
@@ -210,7 +240,8 @@ nvrtcResult parse(std::span<const char* const> options, std::span<const int> sup
     }
     bool flag_value = false;
     if (spec->kind == Kind::boolean) {
-      if (value != "true" && value != "false") return fail(display(*spec) + " expects true or false");
+      if (value != "true" && value != "false")
+        return fail(display(*spec) + " expects true or false");
       flag_value = value == "true";
     } else if (spec->kind == Kind::value || spec->kind == Kind::letter) {
       if (std::string msg = check_value(*spec, value); !msg.empty()) return fail(msg);
@@ -231,9 +262,8 @@ nvrtcResult parse(std::span<const char* const> options, std::span<const int> sup
         }
         long long n = 0;
         if (!parse_int(digits, n) || n <= 0 || n > 1000 ||
-            (!supported_archs.empty() &&
-             std::find(supported_archs.begin(), supported_archs.end(), static_cast<int>(n)) ==
-                 supported_archs.end())) {
+            (!supported_archs.empty() && std::find(supported_archs.begin(), supported_archs.end(),
+                                                   static_cast<int>(n)) == supported_archs.end())) {
           std::string list;
           for (int a : supported_archs) list += (list.empty() ? "" : ", ") + std::to_string(a);
           return fail("invalid value for " + display(*spec) + ": " + std::string(value) +
@@ -242,22 +272,36 @@ nvrtcResult parse(std::span<const char* const> options, std::span<const int> sup
         }
         if (!out.arch_spelling.empty())
           out.warnings.push_back(display(*spec) + "=" + out.arch_spelling + " followed by " +
-                                 display(*spec) + "=" + std::string(value) + ": the last one is used");
+                                 display(*spec) + "=" + std::string(value) +
+                                 ": the last one is used");
         o.arch = static_cast<int>(n);
         o.real_arch = real;
         out.arch_spelling = value;
         // Architecture-specific (a) and family (f) variants: the number is what backends
         // use; the full spelling is kept for those that care.
-        std::erase_if(o.extra, [](const std::string& e) { return e.starts_with("--gpu-architecture="); });
+        std::erase_if(o.extra,
+                      [](const std::string& e) { return e.starts_with("--gpu-architecture="); });
         if (!suffix.empty()) o.extra.push_back(canonical);
         break;
       }
-      case Id::rdc_on: o.relocatable = true; break;
-      case Id::rdc_off: o.relocatable = false; break;
-      case Id::rdc: o.relocatable = flag_value; break;
-      case Id::debug: o.device_debug = true; break;
-      case Id::lineinfo: o.line_info = true; break;
-      case Id::fmad: o.fmad = flag_value; break;
+      case Id::rdc_on:
+        o.relocatable = true;
+        break;
+      case Id::rdc_off:
+        o.relocatable = false;
+        break;
+      case Id::rdc:
+        o.relocatable = flag_value;
+        break;
+      case Id::debug:
+        o.device_debug = true;
+        break;
+      case Id::lineinfo:
+        o.line_info = true;
+        break;
+      case Id::fmad:
+        o.fmad = flag_value;
+        break;
       case Id::fast_math:
         o.fmad = true;  // --use_fast_math implies --fmad=true (and ftz, approximate div/sqrt)
         o.extra.push_back(canonical);
@@ -268,26 +312,38 @@ nvrtcResult parse(std::span<const char* const> options, std::span<const int> sup
         if (eq == std::string_view::npos)
           o.defines.emplace_back(std::string(value), "1");
         else
-          o.defines.emplace_back(std::string(value.substr(0, eq)), std::string(value.substr(eq + 1)));
+          o.defines.emplace_back(std::string(value.substr(0, eq)),
+                                 std::string(value.substr(eq + 1)));
         if (!is_identifier(o.defines.back().first))
           return fail(display(*spec) + " expects a macro name, not " + std::string(value));
         break;
       }
       case Id::undefine:
-        if (!is_identifier(value)) return fail(display(*spec) + " expects a macro name, not " + std::string(value));
+        if (!is_identifier(value))
+          return fail(display(*spec) + " expects a macro name, not " + std::string(value));
         o.undefines.emplace_back(value);
         break;
-      case Id::include: o.include_paths.emplace_back(value); break;
-      case Id::pre_include: o.pre_includes.emplace_back(value); break;
+      case Id::include:
+        o.include_paths.emplace_back(value);
+        break;
+      case Id::pre_include:
+        o.pre_includes.emplace_back(value);
+        break;
       case Id::std_:
         if (!one_of(value, {"c++03", "c++11", "c++14", "c++17", "c++20"}))
           return fail("invalid value for " + display(*spec) + ": " + std::string(value) +
                       " (expected c++03, c++11, c++14, c++17 or c++20)");
         o.std = value;
         break;
-      case Id::default_device: o.default_device = true; break;
-      case Id::time: out.time_file = value; break;
-      case Id::time_trace: out.time_trace_file = value; break;
+      case Id::default_device:
+        o.default_device = true;
+        break;
+      case Id::time:
+        out.time_file = value;
+        break;
+      case Id::time_trace:
+        out.time_trace_file = value;
+        break;
       case Id::pch_auto:
         out.auto_pch = true;
         o.extra.push_back(canonical);
@@ -300,8 +356,11 @@ nvrtcResult parse(std::span<const char* const> options, std::span<const int> sup
         out.syntax_only = true;
         o.extra.push_back(canonical);
         break;
-      case Id::reject: return fail(display(*spec) + " is not supported: " + spec->why);
-      case Id::extra: o.extra.push_back(canonical); break;
+      case Id::reject:
+        return fail(display(*spec) + " is not supported: " + spec->why);
+      case Id::extra:
+        o.extra.push_back(canonical);
+        break;
     }
   }
   return NVRTC_SUCCESS;

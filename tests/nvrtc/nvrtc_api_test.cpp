@@ -24,7 +24,9 @@ constexpr std::pair<int, const char*> kResults[] = {
 #include "cudamux/nvrtc_results.inc"
 };
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
@@ -83,8 +85,10 @@ TEST(NvrtcCreate, RejectsBadArguments) {
   const char* hdr[] = {"int x;"};
   const char* names[] = {"x.h"};
   const char* null_name[] = {nullptr};
-  EXPECT_EQ(nvrtcCreateProgram(nullptr, "", "a.cu", 0, nullptr, nullptr), NVRTC_ERROR_INVALID_PROGRAM);
-  EXPECT_EQ(nvrtcCreateProgram(&p, nullptr, "a.cu", 0, nullptr, nullptr), NVRTC_ERROR_INVALID_INPUT);
+  EXPECT_EQ(nvrtcCreateProgram(nullptr, "", "a.cu", 0, nullptr, nullptr),
+            NVRTC_ERROR_INVALID_PROGRAM);
+  EXPECT_EQ(nvrtcCreateProgram(&p, nullptr, "a.cu", 0, nullptr, nullptr),
+            NVRTC_ERROR_INVALID_INPUT);
   EXPECT_EQ(nvrtcCreateProgram(&p, "", "a.cu", -1, nullptr, nullptr), NVRTC_ERROR_INVALID_INPUT);
   EXPECT_EQ(nvrtcCreateProgram(&p, "", "a.cu", 1, nullptr, names), NVRTC_ERROR_INVALID_INPUT);
   EXPECT_EQ(nvrtcCreateProgram(&p, "", "a.cu", 1, hdr, nullptr), NVRTC_ERROR_INVALID_INPUT);
@@ -117,8 +121,10 @@ TEST(NvrtcHandles, DestroyedAndGarbageProgramsAreInvalid) {
   EXPECT_EQ(nvrtcDestroyProgram(nullptr), NVRTC_ERROR_INVALID_PROGRAM);
 
   int on_stack = 0;
-  for (nvrtcProgram bad : {stale, static_cast<nvrtcProgram>(nullptr), reinterpret_cast<nvrtcProgram>(0x1234),
-                           reinterpret_cast<nvrtcProgram>(&on_stack), reinterpret_cast<nvrtcProgram>(~std::uintptr_t{0})}) {
+  for (nvrtcProgram bad :
+       {stale, static_cast<nvrtcProgram>(nullptr), reinterpret_cast<nvrtcProgram>(0x1234),
+        reinterpret_cast<nvrtcProgram>(&on_stack),
+        reinterpret_cast<nvrtcProgram>(~std::uintptr_t{0})}) {
     size_t n = 0;
     char buf[8];
     const char* lowered = nullptr;
@@ -138,7 +144,9 @@ TEST(NvrtcHandles, DestroyedAndGarbageProgramsAreInvalid) {
     EXPECT_EQ(nvrtcGetLoweredName(bad, "k", &lowered), NVRTC_ERROR_INVALID_PROGRAM);
     EXPECT_EQ(nvrtcGetPCHCreateStatus(bad), NVRTC_ERROR_INVALID_PROGRAM);
     EXPECT_EQ(nvrtcGetPCHHeapSizeRequired(bad, &n), NVRTC_ERROR_INVALID_PROGRAM);
-    EXPECT_EQ(nvrtcSetFlowCallback(bad, [](void*, void*) { return 0; }, nullptr), NVRTC_ERROR_INVALID_PROGRAM);
+    EXPECT_EQ(nvrtcSetFlowCallback(
+                  bad, [](void*, void*) { return 0; }, nullptr),
+              NVRTC_ERROR_INVALID_PROGRAM);
     nvrtcProgram copy = bad;
     EXPECT_EQ(nvrtcDestroyProgram(&copy), NVRTC_ERROR_INVALID_PROGRAM);
     EXPECT_EQ(copy, bad);  // untouched on failure
@@ -236,7 +244,8 @@ TEST(NvrtcCompile, CompileErrorsGiveCompilationAndTheCompilersLog) {
   ASSERT_EQ(nvrtcGetPTXSize(p.get(), &n), NVRTC_SUCCESS);
   EXPECT_EQ(n, 1u);
   const char* lowered = nullptr;
-  EXPECT_EQ(nvrtcGetLoweredName(p.get(), "k", &lowered), NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION);
+  EXPECT_EQ(nvrtcGetLoweredName(p.get(), "k", &lowered),
+            NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION);
 }
 
 TEST(NvrtcCompile, WarningsOfASuccessfulCompileAreInTheLog) {
@@ -276,14 +285,35 @@ TEST(NvrtcCompile, RecompilingReplacesTheResults) {
 
 TEST(NvrtcOptions, MappedOptionsReachTheBackend) {
   Program p;
-  ASSERT_EQ(p.compile({"--gpu-architecture", "compute_89", "--fmad=false", "-G", "-lineinfo", "-default-device",
-                       "-std=c++20", "-rdc=true", "-DA", "-D B=2", "-D", "C=x y", "--define-macro=E=", "-UF",
-                       "-U", "G", "-Iinc1", "-I", "inc2", "--include-path=inc3", "-include", "pre.h",
+  ASSERT_EQ(p.compile({"--gpu-architecture",
+                       "compute_89",
+                       "--fmad=false",
+                       "-G",
+                       "-lineinfo",
+                       "-default-device",
+                       "-std=c++20",
+                       "-rdc=true",
+                       "-DA",
+                       "-D B=2",
+                       "-D",
+                       "C=x y",
+                       "--define-macro=E=",
+                       "-UF",
+                       "-U",
+                       "G",
+                       "-Iinc1",
+                       "-I",
+                       "inc2",
+                       "--include-path=inc3",
+                       "-include",
+                       "pre.h",
                        "--pre-include=pre2.h"}),
             NVRTC_SUCCESS)
       << p.log();
   const std::string ptx = p.ptx();
-  EXPECT_TRUE(contains(ptx, "arch=89 real=0 fmad=0 G=1 lineinfo=1 default_device=1 rdc=1 std=c++20\n")) << ptx;
+  EXPECT_TRUE(
+      contains(ptx, "arch=89 real=0 fmad=0 G=1 lineinfo=1 default_device=1 rdc=1 std=c++20\n"))
+      << ptx;
   EXPECT_TRUE(contains(ptx, "define A=1\ndefine B=2\ndefine C=x y\ndefine E=\n")) << ptx;
   EXPECT_TRUE(contains(ptx, "undefine F\nundefine G\n")) << ptx;
   EXPECT_TRUE(contains(ptx, "include_path inc1\ninclude_path inc2\ninclude_path inc3\n")) << ptx;
@@ -293,34 +323,94 @@ TEST(NvrtcOptions, MappedOptionsReachTheBackend) {
 TEST(NvrtcOptions, DefaultsWhenNoOptionsAreGiven) {
   Program p;
   ASSERT_EQ(p.compile({}), NVRTC_SUCCESS);
-  EXPECT_TRUE(contains(p.ptx(), "arch=0 real=0 fmad=1 G=0 lineinfo=0 default_device=0 rdc=0 std=\n")) << p.ptx();
+  EXPECT_TRUE(
+      contains(p.ptx(), "arch=0 real=0 fmad=1 G=0 lineinfo=0 default_device=0 rdc=0 std=\n"))
+      << p.ptx();
 }
 
 TEST(NvrtcOptions, AcceptedOptionsAreRecordedInCanonicalForm) {
   Program p;
-  ASSERT_EQ(p.compile({"-use_fast_math", "-maxrregcount=32", "-ftz", "true", "--prec-div=false", "-prec-sqrt=true",
-                       "-extra-device-vectorization", "-dopt", "on", "-Ofc=max", "-Xptxas=-v", "-w", "-restrict",
-                       "-jtd=50", "-split-compile=0", "-fdevice-syntax-only", "-minimal", "-opt-info=inline",
-                       "-diag-suppress=1,2", "-builtin-move-forward=false", "-err-no", "-brief-diag=true",
-                       "-device-int128", "-pch", "-use-pch=x.pch", "-no-source-include", "-ewp",
-                       "-modify-stack-limit=false", "-device-stack-protector=true", "-frandom-seed=5",
-                       "-no-cache", "-device-float128", "-no-err-no", "-pch-dir=/tmp", "-pch-verbose=false",
-                       "-pch-messages=true", "-instantiate-templates-in-pch=false", "-builtin-initializer-list=true",
-                       "-diag-error=7", "-diag-warn=9"}),
+  ASSERT_EQ(p.compile({"-use_fast_math",
+                       "-maxrregcount=32",
+                       "-ftz",
+                       "true",
+                       "--prec-div=false",
+                       "-prec-sqrt=true",
+                       "-extra-device-vectorization",
+                       "-dopt",
+                       "on",
+                       "-Ofc=max",
+                       "-Xptxas=-v",
+                       "-w",
+                       "-restrict",
+                       "-jtd=50",
+                       "-split-compile=0",
+                       "-fdevice-syntax-only",
+                       "-minimal",
+                       "-opt-info=inline",
+                       "-diag-suppress=1,2",
+                       "-builtin-move-forward=false",
+                       "-err-no",
+                       "-brief-diag=true",
+                       "-device-int128",
+                       "-pch",
+                       "-use-pch=x.pch",
+                       "-no-source-include",
+                       "-ewp",
+                       "-modify-stack-limit=false",
+                       "-device-stack-protector=true",
+                       "-frandom-seed=5",
+                       "-no-cache",
+                       "-device-float128",
+                       "-no-err-no",
+                       "-pch-dir=/tmp",
+                       "-pch-verbose=false",
+                       "-pch-messages=true",
+                       "-instantiate-templates-in-pch=false",
+                       "-builtin-initializer-list=true",
+                       "-diag-error=7",
+                       "-diag-warn=9"}),
             NVRTC_SUCCESS)
       << p.log();
   const std::string ptx = p.ptx();
-  for (const char* e : {"--use_fast_math", "--maxrregcount=32", "--ftz=true", "--prec-div=false",
-                        "--prec-sqrt=true", "--extra-device-vectorization", "--dopt=on", "--Ofast-compile=max",
-                        "--ptxas-options=-v", "--disable-warnings", "--restrict", "--jump-table-density=50",
-                        "--split-compile=0", "--fdevice-syntax-only", "--minimal", "--optimization-info=inline",
-                        "--diag-suppress=1,2", "--builtin-move-forward=false", "--display-error-number",
-                        "--brief-diagnostics=true", "--device-int128", "--pch", "--use-pch=x.pch",
-                        "--no-source-include", "--extensible-whole-program", "--modify-stack-limit=false",
-                        "--device-stack-protector=true", "--frandom-seed=5", "--no-cache", "--device-float128",
-                        "--no-display-error-number", "--pch-dir=/tmp", "--pch-verbose=false",
-                        "--pch-messages=true", "--instantiate-templates-in-pch=false",
-                        "--builtin-initializer-list=true", "--diag-error=7", "--diag-warn=9"})
+  for (const char* e : {"--use_fast_math",
+                        "--maxrregcount=32",
+                        "--ftz=true",
+                        "--prec-div=false",
+                        "--prec-sqrt=true",
+                        "--extra-device-vectorization",
+                        "--dopt=on",
+                        "--Ofast-compile=max",
+                        "--ptxas-options=-v",
+                        "--disable-warnings",
+                        "--restrict",
+                        "--jump-table-density=50",
+                        "--split-compile=0",
+                        "--fdevice-syntax-only",
+                        "--minimal",
+                        "--optimization-info=inline",
+                        "--diag-suppress=1,2",
+                        "--builtin-move-forward=false",
+                        "--display-error-number",
+                        "--brief-diagnostics=true",
+                        "--device-int128",
+                        "--pch",
+                        "--use-pch=x.pch",
+                        "--no-source-include",
+                        "--extensible-whole-program",
+                        "--modify-stack-limit=false",
+                        "--device-stack-protector=true",
+                        "--frandom-seed=5",
+                        "--no-cache",
+                        "--device-float128",
+                        "--no-display-error-number",
+                        "--pch-dir=/tmp",
+                        "--pch-verbose=false",
+                        "--pch-messages=true",
+                        "--instantiate-templates-in-pch=false",
+                        "--builtin-initializer-list=true",
+                        "--diag-error=7",
+                        "--diag-warn=9"})
     EXPECT_TRUE(contains(ptx, std::string("extra ") + e + "\n")) << e << "\n" << ptx;
   EXPECT_TRUE(contains(ptx, "fmad=1")) << "--use_fast_math implies --fmad=true";
 }
@@ -340,7 +430,9 @@ TEST(NvrtcOptions, ArchitectureForms) {
   };
   for (const auto& c : cases) {
     Program p;
-    ASSERT_EQ(nvrtcCompileProgram(p.get(), static_cast<int>(c.opts.size()), c.opts.data()), NVRTC_SUCCESS) << p.log();
+    ASSERT_EQ(nvrtcCompileProgram(p.get(), static_cast<int>(c.opts.size()), c.opts.data()),
+              NVRTC_SUCCESS)
+        << p.log();
     EXPECT_TRUE(contains(p.ptx(), c.expect)) << c.opts[0] << "\n" << p.ptx();
   }
   Program suffixed;
@@ -382,7 +474,8 @@ TEST(NvrtcOptions, RejectedOptionsExplainThemselvesInTheLog) {
   };
   for (const auto& c : cases) {
     Program p;
-    EXPECT_EQ(nvrtcCompileProgram(p.get(), static_cast<int>(c.opts.size()), c.opts.data()), NVRTC_ERROR_INVALID_OPTION)
+    EXPECT_EQ(nvrtcCompileProgram(p.get(), static_cast<int>(c.opts.size()), c.opts.data()),
+              NVRTC_ERROR_INVALID_OPTION)
         << c.opts[0];
     EXPECT_TRUE(contains(p.log(), "nvrtc: error: ")) << p.log();
     EXPECT_TRUE(contains(p.log(), c.in_log)) << c.opts[0] << ": " << p.log();
@@ -397,15 +490,18 @@ TEST(NvrtcNames, LoweredNamesFollowNvrtcsRules) {
   EXPECT_EQ(nvrtcAddNameExpression(p.get(), nullptr), NVRTC_ERROR_INVALID_INPUT);
   ASSERT_EQ(nvrtcAddNameExpression(p.get(), "t<int>"), NVRTC_SUCCESS);
   ASSERT_EQ(nvrtcAddNameExpression(p.get(), "&g"), NVRTC_SUCCESS);
-  EXPECT_EQ(nvrtcGetLoweredName(p.get(), "t<int>", &lowered), NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION);
+  EXPECT_EQ(nvrtcGetLoweredName(p.get(), "t<int>", &lowered),
+            NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION);
   ASSERT_EQ(p.compile({}), NVRTC_SUCCESS);
-  EXPECT_EQ(nvrtcAddNameExpression(p.get(), "t<float>"), NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION);
+  EXPECT_EQ(nvrtcAddNameExpression(p.get(), "t<float>"),
+            NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION);
   ASSERT_EQ(nvrtcGetLoweredName(p.get(), "t<int>", &lowered), NVRTC_SUCCESS);
   EXPECT_STREQ(lowered, "_lowered_6_t<int>");
   const char* first = lowered;
   ASSERT_EQ(nvrtcGetLoweredName(p.get(), "&g", &lowered), NVRTC_SUCCESS);
   EXPECT_STREQ(lowered, "_lowered_2_&g");
-  EXPECT_EQ(nvrtcGetLoweredName(p.get(), "t<float>", &lowered), NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID);
+  EXPECT_EQ(nvrtcGetLoweredName(p.get(), "t<float>", &lowered),
+            NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID);
   EXPECT_EQ(nvrtcGetLoweredName(p.get(), nullptr, &lowered), NVRTC_ERROR_INVALID_INPUT);
   EXPECT_EQ(nvrtcGetLoweredName(p.get(), "t<int>", nullptr), NVRTC_ERROR_INVALID_INPUT);
   EXPECT_STREQ(first, "_lowered_6_t<int>");  // still valid until the program is destroyed
@@ -441,7 +537,8 @@ TEST(NvrtcPch, HeapSizeAndStatus) {
   Program explicit_pch;
   ASSERT_EQ(explicit_pch.compile({"-create-pch=/nonexistent/x.pch"}), NVRTC_SUCCESS);
   EXPECT_EQ(nvrtcGetPCHCreateStatus(explicit_pch.get()), NVRTC_ERROR_PCH_CREATE);
-  EXPECT_TRUE(contains(explicit_pch.log(), "precompiled headers are not supported")) << explicit_pch.log();
+  EXPECT_TRUE(contains(explicit_pch.log(), "precompiled headers are not supported"))
+      << explicit_pch.log();
 }
 
 TEST(NvrtcFlow, CallbackCanCancelAndIsAskedWithItsPayload) {
@@ -472,13 +569,15 @@ TEST(NvrtcFlow, CallbackCanCancelAndIsAskedWithItsPayload) {
 TEST(NvrtcTime, TimeFileAndTimeTrace) {
   Program to_log("int x;", "timed.cu");
   ASSERT_EQ(to_log.compile({"--time=-"}), NVRTC_SUCCESS);
-  EXPECT_TRUE(contains(to_log.log(), "File name, phase name, metric, unit\ntimed.cu, ")) << to_log.log();
+  EXPECT_TRUE(contains(to_log.log(), "File name, phase name, metric, unit\ntimed.cu, "))
+      << to_log.log();
 
   const std::string file = testing::TempDir() + "cudamux_nvrtc_time.csv";
   std::remove(file.c_str());
   Program to_file("int x;", "timed.cu");
   ASSERT_EQ(to_file.compile({"-time", file.c_str()}), NVRTC_SUCCESS);
-  EXPECT_TRUE(read_file(file).starts_with("File name, phase name, metric, unit\ntimed.cu, ")) << read_file(file);
+  EXPECT_TRUE(read_file(file).starts_with("File name, phase name, metric, unit\ntimed.cu, "))
+      << read_file(file);
   std::remove(file.c_str());
 
   Program bad;

@@ -18,7 +18,8 @@ class NvrtcMock : public testing::Test {
  protected:
   void SetUp() override {
     int n = 0;
-    if (nvrtcGetNumSupportedArchs(&n) == NVRTC_ERROR_INTERNAL_ERROR) GTEST_SKIP() << "mock compiler not available yet";
+    if (nvrtcGetNumSupportedArchs(&n) == NVRTC_ERROR_INTERNAL_ERROR)
+      GTEST_SKIP() << "mock compiler not available yet";
     ASSERT_GT(n, 0);
     ASSERT_CU(cuInit(0));
     ASSERT_CU(cuDeviceGet(&dev_, 0));
@@ -44,7 +45,8 @@ TEST_F(NvrtcMock, SeedSaxpy) {
   int major = 0, minor = 0;
   ASSERT_CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
   ASSERT_CU(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
-  const std::string arch = "--gpu-architecture=compute_" + std::to_string(major) + std::to_string(minor);
+  const std::string arch =
+      "--gpu-architecture=compute_" + std::to_string(major) + std::to_string(minor);
   nvrtc_test::Program prog(kSaxpy, "saxpy.cu");
   ASSERT_EQ(prog.compile({"--fmad=false", arch.c_str()}), NVRTC_SUCCESS) << prog.log();
   size_t ptx_size = 0;
@@ -89,7 +91,8 @@ TEST_F(NvrtcMock, SeedSaxpy) {
 }
 
 TEST_F(NvrtcMock, NameExpressionsGiveNamesTheModuleAccepts) {
-  nvrtc_test::Program prog("template <class T> __global__ void fill(T* p, T v) { p[threadIdx.x] = v; }\n", "t.cu");
+  nvrtc_test::Program prog(
+      "template <class T> __global__ void fill(T* p, T v) { p[threadIdx.x] = v; }\n", "t.cu");
   ASSERT_EQ(nvrtcAddNameExpression(prog.get(), "fill<int>"), NVRTC_SUCCESS);
   ASSERT_EQ(prog.compile({}), NVRTC_SUCCESS) << prog.log();
   const char* lowered = nullptr;
@@ -113,7 +116,9 @@ TEST_F(NvrtcMock, NameExpressionsGiveNamesTheModuleAccepts) {
 }
 
 TEST_F(NvrtcMock, CompileErrorsNameTheUsersFileAndLine) {
-  nvrtc_test::Program prog("__global__ void k(int* p) {\n  int a = 1;\n  p[0] = undeclared_thing;\n}\n", "user_kernel.cu");
+  nvrtc_test::Program prog(
+      "__global__ void k(int* p) {\n  int a = 1;\n  p[0] = undeclared_thing;\n}\n",
+      "user_kernel.cu");
   EXPECT_EQ(prog.compile({}), NVRTC_ERROR_COMPILATION);
   const std::string log = prog.log();
   EXPECT_NE(log.find("user_kernel.cu"), std::string::npos) << log;

@@ -1,5 +1,6 @@
 // A backend without a compiler ("nvrtcnocomp"): NVRTC answers NVRTC_ERROR_INTERNAL_ERROR
 // where a compiler is needed, says why in the program log, and still does what needs none.
+#include <cuda.h>
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
@@ -28,12 +29,22 @@ TEST(NvrtcNoCompiler, WhatNeedsNoCompilerStillWorks) {
   EXPECT_STREQ(nvrtcGetErrorString(NVRTC_ERROR_COMPILATION), "NVRTC_ERROR_COMPILATION");
 }
 
+// NVRTC loaded the backend without cuInit; cuInit then uses that same plugin and its result
+// (the test backend reports no devices).
+TEST(NvrtcNoCompiler, CuInitAfterNvrtcSharesTheLoadedBackend) {
+  int major = 0, minor = 0;
+  ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
+  EXPECT_EQ(cuInit(0), CUDA_ERROR_NO_DEVICE);
+  int count = -1;
+  EXPECT_EQ(cuDeviceGetCount(&count), CUDA_ERROR_NOT_INITIALIZED);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  nvrtc_test::use_backend(getenv("CUDAMUX_NVRTC_TEST_BACKEND") ? getenv("CUDAMUX_NVRTC_TEST_BACKEND") : "nvrtcnocomp",
-                          CUDAMUX_NVRTC_TEST_PLUGIN_DIR);
+  nvrtc_test::use_backend(
+      getenv("CUDAMUX_NVRTC_TEST_BACKEND") ? getenv("CUDAMUX_NVRTC_TEST_BACKEND") : "nvrtcnocomp",
+      CUDAMUX_NVRTC_TEST_PLUGIN_DIR);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

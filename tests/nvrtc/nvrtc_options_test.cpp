@@ -1,10 +1,10 @@
 // The option parser on its own (cudamux::nvrtc_options::parse, exported by the core).
+#include "cudamux/nvrtc_options.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "cudamux/nvrtc_options.hpp"
 
 namespace opt = cudamux::nvrtc_options;
 
@@ -18,8 +18,10 @@ nvrtcResult run(std::vector<const char*> args, opt::Parsed& out, std::string& er
 TEST(NvrtcOptionParser, OneLetterOptionsInEveryForm) {
   opt::Parsed p;
   std::string err;
-  ASSERT_EQ(run({"-DA", "-D B=1", "-D=C", "-D", "E=2", "--define-macro", "F", "-I/x", "-I", "y", "-U Z"}, p, err),
-            NVRTC_SUCCESS)
+  ASSERT_EQ(
+      run({"-DA", "-D B=1", "-D=C", "-D", "E=2", "--define-macro", "F", "-I/x", "-I", "y", "-U Z"},
+          p, err),
+      NVRTC_SUCCESS)
       << err;
   using D = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(p.options.defines, (D{{"A", "1"}, {"B", "1"}, {"C", "1"}, {"E", "2"}, {"F", "1"}}));
@@ -36,7 +38,8 @@ TEST(NvrtcOptionParser, ArchitecturesAreCheckedAgainstTheCompiler) {
   EXPECT_EQ(p.arch_spelling, "sm_80");
   opt::Parsed q;
   EXPECT_EQ(run({"-arch=sm_86"}, q, err), NVRTC_ERROR_INVALID_OPTION);
-  EXPECT_NE(err.find("75, 80, 90"), std::string::npos) << err;  // the message lists what is accepted
+  EXPECT_NE(err.find("75, 80, 90"), std::string::npos)
+      << err;  // the message lists what is accepted
   opt::Parsed any;
   EXPECT_EQ(run({"-arch=compute_86"}, any, err, {}), NVRTC_SUCCESS);  // no list: any number
   EXPECT_EQ(any.options.arch, 86);
@@ -47,7 +50,10 @@ TEST(NvrtcOptionParser, ArchitecturesAreCheckedAgainstTheCompiler) {
 
 TEST(NvrtcOptionParser, RelocatableForms) {
   for (auto [args, want] : std::vector<std::pair<std::vector<const char*>, bool>>{
-           {{"-dc"}, true}, {{"-rdc=true"}, true}, {{"-rdc", "false"}, false}, {{"-dc", "-dw"}, false},
+           {{"-dc"}, true},
+           {{"-rdc=true"}, true},
+           {{"-rdc", "false"}, false},
+           {{"-dc", "-dw"}, false},
            {{"--relocatable-device-code=true"}, true}}) {
     opt::Parsed p;
     std::string err;
@@ -59,8 +65,9 @@ TEST(NvrtcOptionParser, RelocatableForms) {
 TEST(NvrtcOptionParser, TimingAndPchFlags) {
   opt::Parsed p;
   std::string err;
-  ASSERT_EQ(run({"--time", "t.csv", "-fdevice-time-trace=tr.json", "-create-pch=a.pch", "-fdevice-syntax-only"}, p,
-                err),
+  ASSERT_EQ(run({"--time", "t.csv", "-fdevice-time-trace=tr.json", "-create-pch=a.pch",
+                 "-fdevice-syntax-only"},
+                p, err),
             NVRTC_SUCCESS);
   EXPECT_EQ(p.time_file, "t.csv");
   EXPECT_EQ(p.time_trace_file, "tr.json");

@@ -41,8 +41,9 @@ inline std::string ptx_of(nvrtcProgram p) {
 // A program that is destroyed at scope exit.
 class Program {
  public:
-  explicit Program(const char* src = "extern \"C\" __global__ void k() {}\n", const char* name = "test.cu",
-                   std::vector<const char*> headers = {}, std::vector<const char*> names = {}) {
+  explicit Program(const char* src = "extern \"C\" __global__ void k() {}\n",
+                   const char* name = "test.cu", std::vector<const char*> headers = {},
+                   std::vector<const char*> names = {}) {
     result_ = nvrtcCreateProgram(&prog_, src, name, static_cast<int>(headers.size()),
                                  headers.empty() ? nullptr : headers.data(),
                                  names.empty() ? nullptr : names.data());

@@ -57,7 +57,8 @@ class Compiler final : public be::Compiler {
     }
     if (int line = line_of(rq.source, "COMPILE_ERROR")) {
       out.success = false;
-      out.log = std::string(rq.name) + "(" + std::to_string(line) + "): error: COMPILE_ERROR found\n";
+      out.log =
+          std::string(rq.name) + "(" + std::to_string(line) + "): error: COMPILE_ERROR found\n";
       return be::kOk;
     }
     for (const auto& e : rq.name_expressions) {
@@ -73,14 +74,16 @@ class Compiler final : public be::Compiler {
     img += "name=" + std::string(rq.name) + "\n";
     img += "arch=" + std::to_string(o.arch) + " real=" + std::to_string(o.real_arch) +
            " fmad=" + std::to_string(o.fmad) + " G=" + std::to_string(o.device_debug) +
-           " lineinfo=" + std::to_string(o.line_info) + " default_device=" + std::to_string(o.default_device) +
+           " lineinfo=" + std::to_string(o.line_info) +
+           " default_device=" + std::to_string(o.default_device) +
            " rdc=" + std::to_string(o.relocatable) + " std=" + o.std + "\n";
     for (const auto& [n, v] : o.defines) img += "define " + n + "=" + v + "\n";
     for (const auto& n : o.undefines) img += "undefine " + n + "\n";
     for (const auto& n : o.include_paths) img += "include_path " + n + "\n";
     for (const auto& n : o.pre_includes) img += "pre_include " + n + "\n";
     for (const auto& n : o.extra) img += "extra " + n + "\n";
-    for (const auto& [n, src] : rq.headers) img += "header " + n + " (" + std::to_string(src.size()) + " bytes)\n";
+    for (const auto& [n, src] : rq.headers)
+      img += "header " + n + " (" + std::to_string(src.size()) + " bytes)\n";
     img += "source_bytes=" + std::to_string(rq.source.size()) + "\n";
     out.image.assign(img.begin(), img.end());
     out.image.push_back('\0');
@@ -88,8 +91,10 @@ class Compiler final : public be::Compiler {
       const std::string cubin = "test-cubin sm_" + std::to_string(o.arch);
       out.cubin.assign(cubin.begin(), cubin.end());
     }
-    for (const auto& e : rq.name_expressions) out.lowered_names.emplace_back(e, "_lowered_" + std::to_string(e.size()) + "_" + e);
-    if (rq.source.find("WARN_ME") != std::string_view::npos) out.log = std::string(rq.name) + ": warning: WARN_ME\n";
+    for (const auto& e : rq.name_expressions)
+      out.lowered_names.emplace_back(e, "_lowered_" + std::to_string(e.size()) + "_" + e);
+    if (rq.source.find("WARN_ME") != std::string_view::npos)
+      out.log = std::string(rq.name) + ": warning: WARN_ME\n";
     out.success = true;
     return be::kOk;
   }
@@ -101,7 +106,9 @@ class Backend final : public be::Backend {
   std::string_view name() const noexcept override { return CUDAMUX_TEST_BACKEND_NAME; }
   const be::ErrorDomain& errors() const noexcept override { return errors_; }
   be::Devices& devices() noexcept override { return devices_; }
-  be::Status open_context(int, unsigned, std::unique_ptr<be::DeviceContext>&) override { return {2}; }
+  be::Status open_context(int, unsigned, std::unique_ptr<be::DeviceContext>&) override {
+    return {2};
+  }
   be::Compiler* compiler() noexcept override {
 #if CUDAMUX_TEST_WITH_COMPILER
     return &compiler_;
@@ -119,7 +126,8 @@ class Backend final : public be::Backend {
 }  // namespace
 
 CUDAMUX_PLUGIN_EXPORT std::uint32_t cudamux_backend_abi_version() { return be::kAbiVersion; }
-CUDAMUX_PLUGIN_EXPORT be::Backend* cudamux_backend_create(const be::PluginHost& host, std::string& error) {
+CUDAMUX_PLUGIN_EXPORT be::Backend* cudamux_backend_create(const be::PluginHost& host,
+                                                          std::string& error) {
   if (host.abi_version != be::kAbiVersion) {
     error = "bad PluginHost";
     return nullptr;

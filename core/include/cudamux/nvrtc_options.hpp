@@ -3,11 +3,11 @@
 // with NVRTC_ERROR_INVALID_OPTION and a message for the program log.
 #pragma once
 
+#include <nvrtc.h>
+
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nvrtc.h>
 
 #include "cudamux/backend.hpp"
 
@@ -18,12 +18,12 @@ namespace cudamux::nvrtc_options {
 
 struct Parsed {
   backend::CompileOptions options;
-  std::string arch_spelling;    // e.g. "compute_90" / "sm_90a"; empty: the default
-  std::string time_file;        // --time=<file>: where to write compile timings
-  std::string time_trace_file;  // --fdevice-time-trace=<file>
-  bool create_pch = false;      // --create-pch=<file> (explicit PCH: never created here)
-  bool auto_pch = false;        // --pch
-  bool syntax_only = false;     // --fdevice-syntax-only
+  std::string arch_spelling;          // e.g. "compute_90" / "sm_90a"; empty: the default
+  std::string time_file;              // --time=<file>: where to write compile timings
+  std::string time_trace_file;        // --fdevice-time-trace=<file>
+  bool create_pch = false;            // --create-pch=<file> (explicit PCH: never created here)
+  bool auto_pch = false;              // --pch
+  bool syntax_only = false;           // --fdevice-syntax-only
   std::vector<std::string> warnings;  // for the program log ("nvrtc: warning: ...")
 };
 

@@ -2,11 +2,11 @@
 // into besides cudamux::nvrtc_impl: set-up, the exception barrier, stubs and trace lines.
 #pragma once
 
+#include <nvrtc.h>
+
 #include <atomic>
 #include <chrono>
 #include <string>
-
-#include <nvrtc.h>
 
 #include "cudamux/api_support.hpp"
 
