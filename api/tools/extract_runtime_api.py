@@ -160,7 +160,15 @@ def default_args(tu: ci.TranslationUnit) -> dict[str, list[str | None]]:
         defs: list[str | None] = []
         for p in c.get_arguments():
             toks = [t.spelling for t in p.get_tokens()]
-            defs.append(" ".join(toks[toks.index("=") + 1:]) if "=" in toks else None)
+            if "=" in toks:
+                defs.append(" ".join(toks[toks.index("=") + 1:]))
+            elif "__dv" in toks:
+                # The token extent ends inside the macro call: drop its closing paren if present.
+                rest = toks[toks.index("__dv") + 2:]
+                depth = sum(t == "(" for t in rest) - sum(t == ")" for t in rest)
+                defs.append(" ".join(rest[:-1] if depth < 0 else rest))
+            else:
+                defs.append(None)
         if any(defs):
             out[c.spelling] = defs
     return out
@@ -200,7 +208,7 @@ def main() -> None:
         if it["kind"] == "macro" and it["params"] is None:
             m = re.fullmatch(r"__CUDART_API_PT(DS|SZ)\((\w+)\)", it["body"])
             if m and m.group(2) == it["name"]:
-                renames.append({"name": it["name"], "per_thread": m.group(1).lower()})
+                renames.append({"name": it["name"], "per_thread": "pt" + m.group(1).lower()})
     rename_names = {r["name"] for r in renames}
     files["cuda_runtime_api.h"] = [it for it in files["cuda_runtime_api.h"]
                                    if not (it["kind"] == "macro" and it["name"] in rename_names)]

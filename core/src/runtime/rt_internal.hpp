@@ -1,0 +1,76 @@
+// Internal state of the runtime API layer (libcudart.so.13 semantics on the core):
+// implicit initialisation, the per-thread current device bound to the device's
+// primary context, per-thread last errors, sticky errors, registered fat binaries.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "../core.hpp"
+#include "cudamux/runtime_support.hpp"
+
+namespace cudamux::rt {
+
+namespace detail {
+// Bumped whenever every thread must re-check its binding on its next call: a device
+// reset (primary contexts replaced) or a sticky error.
+extern std::atomic<std::uint32_t> g_epoch;
+struct ThreadState {
+  int device = 0;              // the runtime's current device of this thread
+  std::uint32_t epoch = ~0u;   // g_epoch when this thread last bound successfully
+  cudaError_t last_error = cudaSuccess;
+};
+extern thread_local ThreadState t_state;
+cudaError_t enter_slow() noexcept;
+}  // namespace detail
+
+// Prologue of every runtime call that needs a device: initialises the driver on first
+// use and makes the thread's device's primary context current unless a context is
+// already current (a driver-created one wins, as with NVIDIA's runtime). Returns a
+// sticky error when the current device has one.
+inline cudaError_t enter() noexcept {
+  if (api::initialized() && detail::t_state.epoch == detail::g_epoch.load(std::memory_order_relaxed) &&
+      core::current_context_handle() != nullptr) [[likely]]
+    return cudaSuccess;
+  return detail::enter_slow();
+}
+
+// The initialisation part of enter() only (device queries that need no context).
+cudaError_t ensure_init() noexcept;
+
+// The device of the current context (after enter()).
+int current_device() noexcept;
+
+// The runtime's retained primary context of `device`, retaining it on first use.
+cudaError_t primary_context(int device, CUcontext& out) noexcept;
+
+// cudaDeviceReset's bookkeeping after the primary context of `device` was reset.
+void after_reset(int device) noexcept;
+
+// Sticky error of a device (cudaSuccess when none).
+cudaError_t sticky_error(int device) noexcept;
+void clear_sticky(int device) noexcept;
+
+// A rejected call: logs at debug level with the reason, returns `error`.
+cudaError_t reject(cudaError_t error, const char* function, const char* why) noexcept;
+
+inline cudaError_t map(CUresult r) noexcept { return r == CUDA_SUCCESS ? cudaSuccess : to_runtime(r); }
+
+// Registered device variables (__cudaRegisterVar / __cudaRegisterManagedVar).
+struct Symbol {
+  const char* name = nullptr;
+  std::size_t size = 0;
+  bool constant = false;
+  bool managed = false;
+  const void* host_shadow = nullptr;  // the host variable (its bytes are the initial value)
+  void** managed_slot = nullptr;      // managed: where the program reads the pointer
+};
+// Device address of a registered symbol on the current device (allocated and
+// initialised from the host shadow on first use). cudaErrorInvalidSymbol if unknown.
+cudaError_t symbol_address(const void* symbol, CUdeviceptr& address, std::size_t& size) noexcept;
+// Forgets the device copies of symbols on `device` (its primary context was reset).
+void forget_symbols(int device) noexcept;
+
+}  // namespace cudamux::rt
