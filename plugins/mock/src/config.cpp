@@ -126,6 +126,13 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
             for (const auto& p : profile_specs()) known += fmt::format(" \"{}\"", p.key);
             fail(source, node, key, fmt::format("unknown profile \"{}\" (known:{})", name, known));
           }
+        } else if (key == "compiler") {
+          out.compiler = std::string(string(source, node, key));
+          if (out.compiler.empty()) fail(source, node, key, "must not be empty");
+        } else if (key == "cache_dir") {
+          out.cache_dir = std::string(string(source, node, key));
+        } else if (key == "workers") {
+          out.workers = static_cast<int>(integer(source, node, key, 0, 1024));
         } else if (key == "attributes") {
           attributes = node.as_table();
           if (attributes == nullptr) {

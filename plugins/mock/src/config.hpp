@@ -26,6 +26,11 @@ struct MockConfig {
   int devices = 1;
   std::size_t memory = kDefaultMemory;  // bytes per device
   DeviceProfile profile;                // with [mock.attributes] applied
+  // Kernels (issue 3): host compiler for NVRTC programs, compile cache folder (empty: the
+  // default, see kernels.hpp), block worker threads (0: one per core).
+  std::string compiler;
+  std::string cache_dir;
+  int workers = 0;
 };
 
 // Fills `out` from `table` (null: all defaults). Returns an error message naming

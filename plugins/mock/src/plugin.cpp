@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "kernels.hpp"
 #include "cudamux/backend.hpp"
 #include "memory.hpp"
 #include "queue.hpp"
@@ -110,8 +111,12 @@ class MockDevices final : public be::Devices {
 
 class MockContext final : public be::DeviceContext {
  public:
-  MockContext(int ordinal, DeviceArena& arena, HostMemory& host)
-      : ordinal_(ordinal), arena_(arena), host_(host), queues_(std::make_shared<QueueRegistry>()) {}
+  MockContext(int ordinal, DeviceArena& arena, HostMemory& host, std::shared_ptr<KernelEnv> kernels)
+      : ordinal_(ordinal),
+        arena_(arena),
+        host_(host),
+        queues_(std::make_shared<QueueRegistry>()),
+        kernels_(std::move(kernels)) {}
 
   [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
 
@@ -144,7 +149,7 @@ class MockContext final : public be::DeviceContext {
   }
 
   be::Status create_queue(unsigned flags, int priority, std::unique_ptr<be::Queue>& out) override {
-    out = std::make_unique<MockQueue>(queues_, flags, priority);
+    out = std::make_unique<MockQueue>(queues_, flags, priority, kernels_);
     return be::kOk;
   }
   be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
@@ -155,12 +160,15 @@ class MockContext final : public be::DeviceContext {
     // Holding the registry lock keeps queues alive while we wait on them; a queue being
     // destroyed meanwhile drains itself anyway.
     std::lock_guard lock(queues_->mu);
-    for (auto* q : queues_->queues) q->synchronize();
-    return be::kOk;
+    be::Status result = be::kOk;
+    for (auto* q : queues_->queues) {
+      const auto st = q->synchronize();  // a failed kernel's error (sticky)
+      if (result.ok() && !st.ok()) result = st;
+    }
+    return result;
   }
-  // Module images arrive with issue #3 (mock compiler); until then: not supported.
-  be::Status load_module(const void* /*image*/, std::unique_ptr<be::Module>& /*out*/) override {
-    return status(CUDA_ERROR_NOT_SUPPORTED);
+  be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
+    return load_module_image(image, *kernels_->log, out);
   }
 
  private:
@@ -168,11 +176,20 @@ class MockContext final : public be::DeviceContext {
   DeviceArena& arena_;
   HostMemory& host_;
   const std::shared_ptr<QueueRegistry> queues_;
+  const std::shared_ptr<KernelEnv> kernels_;
 };
 
 class MockBackend final : public be::Backend {
  public:
-  explicit MockBackend(std::vector<MockDevice> devices) : devices_(std::move(devices)) {}
+  MockBackend(std::vector<MockDevice> devices, const MockConfig& config,
+              std::shared_ptr<spdlog::logger> log)
+      : devices_(std::move(devices)),
+        kernels_(std::make_shared<KernelEnv>()),
+        compiler_(compiler_settings(config.compiler, config.cache_dir), log) {
+    kernels_->log = std::move(log);
+    // [mock] workers counts every thread running blocks, the launching queue's included.
+    kernels_->workers = config.workers > 0 ? config.workers - 1 : -1;
+  }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "mock"; }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
@@ -180,15 +197,17 @@ class MockBackend final : public be::Backend {
   be::Status open_context(int ordinal, unsigned /*ctx flags: scheduling is the OS's*/,
                           std::unique_ptr<be::DeviceContext>& out) override {
     if (!devices_.valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
-    out = std::make_unique<MockContext>(ordinal, devices_.arena(ordinal), host_);
+    out = std::make_unique<MockContext>(ordinal, devices_.arena(ordinal), host_, kernels_);
     return be::kOk;
   }
-  [[nodiscard]] be::Compiler* compiler() noexcept override { return nullptr; }  // issue #3
+  [[nodiscard]] be::Compiler* compiler() noexcept override { return &compiler_; }
 
  private:
   MockErrors errors_;
   HostMemory host_;
   MockDevices devices_;
+  std::shared_ptr<KernelEnv> kernels_;
+  MockCompiler compiler_;
 };
 
 std::array<unsigned char, 16> device_uuid(int ordinal) {
@@ -240,7 +259,7 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
   }
   host.logger->debug("mock backend: {} device(s) \"{}\" ({}), {} bytes each", config.devices,
                      config.profile.device_name, config.profile.key, config.memory);
-  return new MockBackend(std::move(devices));
+  return new MockBackend(std::move(devices), config, host.logger);
 }
 
 }  // namespace

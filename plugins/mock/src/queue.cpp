@@ -137,8 +137,19 @@ be::Status MockEvent::elapsed_since(const be::Event& start, float& ms) const {
 
 // ---- queues ----------------------------------------------------------------------------
 
-MockQueue::MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority)
-    : registry_(std::move(registry)), flags_(flags), priority_(priority) {
+BlockPool& KernelEnv::get_pool() {
+  std::call_once(started, [&] {
+    // The launching queue's thread runs blocks too.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned n = workers >= 0 ? static_cast<unsigned>(workers) : cores - 1;
+    pool = std::make_unique<BlockPool>(n);
+  });
+  return *pool;
+}
+
+MockQueue::MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority,
+                     std::shared_ptr<KernelEnv> kernels)
+    : registry_(std::move(registry)), flags_(flags), priority_(priority), kernels_(std::move(kernels)) {
   std::lock_guard lock(registry_->mu);
   registry_->queues.push_back(this);
 }
@@ -199,8 +210,17 @@ void MockQueue::execute(const Op& op) {
     void operator()(const HostFunction& h) const { h.fn(h.user); }
     void operator()(const Record& r) const noexcept { r.signal->complete(); }
     void operator()(const Wait& w) const noexcept { w.signal->wait(); }
+    void operator()(const KernelLaunch& k) const {
+      if (q->error_.load(std::memory_order_acquire) != 0) return;  // after a failure: skipped
+      const int rc = execute_launch(k);
+      if (rc != 0) {
+        std::int32_t none = 0;
+        q->error_.compare_exchange_strong(none, rc, std::memory_order_acq_rel);
+      }
+    }
+    MockQueue* q;
   };
-  std::visit(Visitor{}, op);
+  std::visit(Visitor{this}, op);
 }
 
 be::Status MockQueue::copy(const be::CopyDesc& desc) {
@@ -263,7 +283,17 @@ be::Status MockQueue::wait(be::Event& event) {
 
 be::Status MockQueue::query() {
   std::lock_guard lock(mu_);
+  if (!sticky().ok()) return sticky();
   return completed_ == submitted_ ? be::kOk : status(CUDA_ERROR_NOT_READY);
+}
+
+be::Status MockQueue::launch(const be::LaunchDesc& desc) {
+  if (!kernels_) return status(CUDA_ERROR_NOT_SUPPORTED);
+  KernelLaunch k;
+  const auto st = prepare_launch(desc, kernels_->get_pool(), *kernels_->log, k);
+  if (!st.ok()) return st;
+  submit(std::move(k));
+  return be::kOk;
 }
 
 be::Status MockQueue::synchronize() {
@@ -273,7 +303,7 @@ be::Status MockQueue::synchronize() {
     target = submitted_;
   }
   wait_for(target);
-  return be::kOk;
+  return sticky();
 }
 
 }  // namespace cudamux::mock

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cudamux/backend.hpp"
+#include "kernels.hpp"
 
 namespace cudamux::mock {
 
@@ -51,6 +52,15 @@ class MockEvent final : public be::Event {
 
 class MockQueue;
 
+// What launches need from the backend: its logger and the block pool (started on first use).
+struct KernelEnv {
+  std::shared_ptr<spdlog::logger> log;
+  int workers = -1;  // pool threads besides the launching queue's; -1: cores - 1
+  std::once_flag started;
+  std::unique_ptr<BlockPool> pool;
+  BlockPool& get_pool();
+};
+
 // The queues of one context, so that DeviceContext::synchronize can reach them. Queues hold
 // it by shared_ptr because their lifetime is not tied to the context object's.
 struct QueueRegistry {
@@ -63,7 +73,8 @@ struct QueueRegistry {
 // event blocks its queue: with a pool, waits could starve the workers that would record.
 class MockQueue final : public be::Queue {
  public:
-  MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority);
+  MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority,
+            std::shared_ptr<KernelEnv> kernels = nullptr);
   ~MockQueue() override;  // drains
   MockQueue(const MockQueue&) = delete;
   MockQueue& operator=(const MockQueue&) = delete;
@@ -76,10 +87,9 @@ class MockQueue final : public be::Queue {
   be::Status wait(be::Event& event) override;
   be::Status query() override;
   be::Status synchronize() override;
-  // Kernels arrive with issue #3 (mock execution engine); until then: not supported.
-  be::Status launch(const be::LaunchDesc& /*desc*/) override {
-    return be::Status{static_cast<std::int32_t>(CUDA_ERROR_NOT_SUPPORTED)};
-  }
+  // Validates, copies the arguments and enqueues; the blocks run on the pool when the
+  // queue reaches the launch. A failing kernel makes the queue report its error (sticky).
+  be::Status launch(const be::LaunchDesc& desc) override;
 
   [[nodiscard]] unsigned flags() const noexcept { return flags_; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
@@ -95,17 +105,22 @@ class MockQueue final : public be::Queue {
   struct Wait {
     std::shared_ptr<RecordSignal> signal;
   };
-  using Op = std::variant<be::CopyDesc, be::FillDesc, HostFunction, Record, Wait>;
+  using Op = std::variant<be::CopyDesc, be::FillDesc, HostFunction, Record, Wait, KernelLaunch>;
 
   // Appends and returns the op's sequence number (1-based).
   std::uint64_t submit(Op op);
   void wait_for(std::uint64_t sequence);
   void worker_loop();
-  static void execute(const Op& op);
+  void execute(const Op& op);
+  be::Status sticky() const noexcept {
+    return be::Status{error_.load(std::memory_order_acquire)};
+  }
 
   const std::shared_ptr<QueueRegistry> registry_;
   const unsigned flags_;
   const int priority_;  // kept for the core; ordering ignores it
+  const std::shared_ptr<KernelEnv> kernels_;
+  std::atomic<std::int32_t> error_{0};  // first kernel failure (CUresult), reported from then on
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // worker: new op, op slot freed, or stop

@@ -1,0 +1,98 @@
+// The C ABI between compiled mock modules, libcudamux-device.so and the mock plugin.
+// Included by the prelude of every module (so: header-free C) and by the runtime.
+#ifndef CUDAMUX_DEVICE_ABI_H
+#define CUDAMUX_DEVICE_ABI_H
+
+#define CUDAMUX_DEVICE_ABI 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cudamux_u3 {
+  unsigned x, y, z;
+} cudamux_u3;
+
+// One kernel of a module: what the thunk generated for it knows.
+typedef struct cudamux_kernel_desc {
+  const void* fn;  // the kernel's own address: its symbol (dladdr) is the kernel's name
+  // Runs the calling block's threads start, start+1, ... until the block ends or the
+  // running fiber was handed off (see runtime.cpp). args: the packed parameter buffer.
+  void (*loop)(const void* args, unsigned start);
+  unsigned num_params;
+  const unsigned* param_sizes;
+  const unsigned* param_offsets;  // packed like CUDA: each aligned to its type
+  unsigned args_size;
+  int max_threads;  // __launch_bounds__ first argument; 0 when none
+  int min_blocks;   // __launch_bounds__ second argument; 0 when none
+  const char* name_expression;  // the nvrtcAddNameExpression text it came from, or 0
+} cudamux_kernel_desc;
+
+typedef struct cudamux_module_desc {
+  unsigned abi;  // CUDAMUX_DEVICE_ABI
+  unsigned num_kernels;
+  const cudamux_kernel_desc* const* kernels;
+} cudamux_module_desc;
+
+// Exported by every compiled module.
+typedef const cudamux_module_desc* (*cudamux_module_fn)(void);
+#define CUDAMUX_MODULE_SYMBOL "cudamux_module"
+
+// --- runtime (libcudamux-device.so) ---
+
+// Block launch, called by the plugin's pool workers.
+typedef struct cudamux_launch {
+  void (*loop)(const void* args, unsigned start);
+  const void* args;
+  cudamux_u3 grid;
+  cudamux_u3 block;
+  volatile int* abort;  // shared by all blocks of the launch: nonzero = skip/stop
+} cudamux_launch;
+
+// Runs one block on the calling thread; returns 0 or a CUresult value (assert, launch
+// failure). On failure, message (may be null) receives a description.
+int cudamux_run_block(const cudamux_launch* launch, cudamux_u3 block_idx, void* dyn_shared,
+                      char* message, unsigned message_size);
+
+// Barriers and collectives (called from kernel code).
+enum {
+  CUDAMUX_BAR_SYNC = 0,
+  CUDAMUX_BAR_COUNT = 1,
+  CUDAMUX_BAR_AND = 2,
+  CUDAMUX_BAR_OR = 3
+};
+int cudamux_syncthreads_op(int op, int predicate);
+
+enum {
+  CUDAMUX_WARP_SYNC = 0,
+  CUDAMUX_WARP_SHFL = 1,
+  CUDAMUX_WARP_SHFL_UP = 2,
+  CUDAMUX_WARP_SHFL_DOWN = 3,
+  CUDAMUX_WARP_SHFL_XOR = 4,
+  CUDAMUX_WARP_BALLOT = 5,
+  CUDAMUX_WARP_ANY = 6,
+  CUDAMUX_WARP_ALL = 7,
+  CUDAMUX_WARP_ACTIVEMASK = 8,
+  CUDAMUX_WARP_MATCH_ANY = 9,
+  CUDAMUX_WARP_MATCH_ALL = 10,  // result: mask, or 0 when not all equal
+  CUDAMUX_WARP_REDUCE_ADD = 11,
+  CUDAMUX_WARP_REDUCE_MIN = 12,
+  CUDAMUX_WARP_REDUCE_MAX = 13,
+  CUDAMUX_WARP_REDUCE_AND = 14,
+  CUDAMUX_WARP_REDUCE_OR = 15,
+  CUDAMUX_WARP_REDUCE_XOR = 16
+};
+unsigned long long cudamux_warp_op(int op, unsigned mask, unsigned long long value, int arg,
+                                   int width);
+
+int cudamux_vprintf(const char* format, __builtin_va_list args);
+void cudamux_assert_fail(const char* expression, const char* file, unsigned line,
+                         const char* function);
+// Aborts the launch with CUDA_ERROR_ILLEGAL_ADDRESS-like codes from helper code.
+void cudamux_trap(void);
+unsigned long long cudamux_clock64(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,3 @@
+// Built-in (cudamux mock).
+#pragma once
+#include "../cooperative_groups.h"

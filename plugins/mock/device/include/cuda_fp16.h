@@ -1,0 +1,79 @@
+// Built-in (cudamux mock): half precision basics. Storage is IEEE binary16; arithmetic goes
+// through float and rounds back, which is what a GPU's half ops give for single operations.
+#pragma once
+struct __half {
+  unsigned short __x;
+  __half() = default;
+  __half(float f) : __x(cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f))) {}
+  __half(double f) : __half(static_cast<float>(f)) {}
+  __half(int i) : __half(static_cast<float>(i)) {}
+  operator float() const { return static_cast<float>(cudamux::bit_cast<_Float16>(__x)); }
+  __half& operator+=(__half o) { return *this = __half(float(*this) + float(o)); }
+  __half& operator-=(__half o) { return *this = __half(float(*this) - float(o)); }
+  __half& operator*=(__half o) { return *this = __half(float(*this) * float(o)); }
+  __half& operator/=(__half o) { return *this = __half(float(*this) / float(o)); }
+};
+struct __align__(4) __half2 {
+  __half x, y;
+};
+typedef __half half;
+typedef __half2 half2;
+typedef unsigned short __half_raw_bits;
+static inline __half __float2half(float f) { return __half(f); }
+static inline __half __float2half_rn(float f) { return __half(f); }
+static inline float __half2float(__half h) { return float(h); }
+static inline __half __int2half_rn(int i) { return __half(static_cast<float>(i)); }
+static inline int __half2int_rz(__half h) { return static_cast<int>(float(h)); }
+static inline __half2 __float2half2_rn(float f) { return __half2{__half(f), __half(f)}; }
+static inline __half2 __floats2half2_rn(float a, float b) { return __half2{__half(a), __half(b)}; }
+static inline __half2 __halves2half2(__half a, __half b) { return __half2{a, b}; }
+static inline float2 __half22float2(__half2 h) { return float2{float(h.x), float(h.y)}; }
+static inline __half2 __float22half2_rn(float2 f) { return __half2{__half(f.x), __half(f.y)}; }
+static inline float __low2float(__half2 h) { return float(h.x); }
+static inline float __high2float(__half2 h) { return float(h.y); }
+static inline __half __low2half(__half2 h) { return h.x; }
+static inline __half __high2half(__half2 h) { return h.y; }
+static inline unsigned short __half_as_ushort(__half h) { return h.__x; }
+static inline __half __ushort_as_half(unsigned short u) { __half h; h.__x = u; return h; }
+static inline __half __hadd(__half a, __half b) { return __half(float(a) + float(b)); }
+static inline __half __hsub(__half a, __half b) { return __half(float(a) - float(b)); }
+static inline __half __hmul(__half a, __half b) { return __half(float(a) * float(b)); }
+static inline __half __hdiv(__half a, __half b) { return __half(float(a) / float(b)); }
+static inline __half __hfma(__half a, __half b, __half c) { return __half(fmaf(float(a), float(b), float(c))); }
+static inline __half __hneg(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x ^ 0x8000u)); }
+static inline __half __habs(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7FFFu)); }
+static inline __half hsqrt(__half a) { return __half(sqrtf(float(a))); }
+static inline __half __hmax(__half a, __half b) { return float(a) < float(b) ? b : a; }
+static inline __half __hmin(__half a, __half b) { return float(b) < float(a) ? b : a; }
+static inline bool __heq(__half a, __half b) { return float(a) == float(b); }
+static inline bool __hne(__half a, __half b) { return float(a) != float(b); }
+static inline bool __hlt(__half a, __half b) { return float(a) < float(b); }
+static inline bool __hle(__half a, __half b) { return float(a) <= float(b); }
+static inline bool __hgt(__half a, __half b) { return float(a) > float(b); }
+static inline bool __hge(__half a, __half b) { return float(a) >= float(b); }
+static inline bool __hisnan(__half a) { return __builtin_isnan(float(a)); }
+static inline __half2 __hadd2(__half2 a, __half2 b) { return __half2{__hadd(a.x, b.x), __hadd(a.y, b.y)}; }
+static inline __half2 __hsub2(__half2 a, __half2 b) { return __half2{__hsub(a.x, b.x), __hsub(a.y, b.y)}; }
+static inline __half2 __hmul2(__half2 a, __half2 b) { return __half2{__hmul(a.x, b.x), __hmul(a.y, b.y)}; }
+static inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) { return __half2{__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)}; }
+static inline __half operator+(__half a, __half b) { return __hadd(a, b); }
+static inline __half operator-(__half a, __half b) { return __hsub(a, b); }
+static inline __half operator*(__half a, __half b) { return __hmul(a, b); }
+static inline __half operator/(__half a, __half b) { return __hdiv(a, b); }
+static inline __half operator-(__half a) { return __hneg(a); }
+static inline __half2 operator+(__half2 a, __half2 b) { return __hadd2(a, b); }
+static inline __half2 operator*(__half2 a, __half2 b) { return __hmul2(a, b); }
+static inline bool operator==(__half a, __half b) { return __heq(a, b); }
+static inline bool operator!=(__half a, __half b) { return __hne(a, b); }
+static inline bool operator<(__half a, __half b) { return __hlt(a, b); }
+static inline bool operator>(__half a, __half b) { return __hgt(a, b); }
+static inline bool operator<=(__half a, __half b) { return __hle(a, b); }
+static inline bool operator>=(__half a, __half b) { return __hge(a, b); }
+static inline __half atomicAdd(__half* a, __half v) {
+  unsigned short old = __atomic_load_n(&a->__x, __ATOMIC_RELAXED);
+  for (;;) {
+    const unsigned short next = __hadd(__ushort_as_half(old), v).__x;
+    if (__atomic_compare_exchange_n(&a->__x, &old, next, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+      return __ushort_as_half(old);
+  }
+}

@@ -1,0 +1,763 @@
+// The mock's NVRTC compiler: CUDA C++ -> one CPU shared object per program, built by the host
+// C++ compiler with the prelude (plugins/mock/device) force-included, wrapped in a text image.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/uuid/detail/sha1.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "kernels.hpp"
+
+extern char** environ;
+
+namespace cudamux::mock {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
+constexpr std::string_view kRegistrationFile = "<cudamux kernel registration>";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool write_file(const fs::path& p, std::string_view data) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  return static_cast<bool>(out);
+}
+
+// ---- source scanning ----------------------------------------------------------------------
+
+// The source with comments, string and character literals blanked (newlines kept), so that
+// scans see only code; offsets match the original.
+std::string code_view(std::string_view s) {
+  std::string out(s);
+  std::size_t i = 0;
+  const std::size_t n = s.size();
+  while (i < n) {
+    if (s[i] == '/' && i + 1 < n && s[i + 1] == '/') {
+      while (i < n && s[i] != '\n') out[i++] = ' ';
+    } else if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
+      out[i++] = ' ';
+      out[i++] = ' ';
+      while (i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/')) {
+        if (s[i] != '\n') out[i] = ' ';
+        ++i;
+      }
+      if (i < n) out[i++] = ' ';
+      if (i < n) out[i++] = ' ';
+    } else if (s[i] == '"' || s[i] == '\'') {
+      // Raw strings are rare in kernels; plain literals with escapes are handled.
+      const char q = s[i++];
+      while (i < n && s[i] != q && s[i] != '\n') {
+        if (s[i] == '\\' && i + 1 < n) out[i++] = ' ';
+        out[i++] = ' ';
+      }
+      ++i;
+    } else {
+      ++i;
+    }
+  }
+  // Preprocessor lines (with continuations) are not code either.
+  bool line_start = true;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (line_start) {
+      std::size_t j = k;
+      while (j < n && (out[j] == ' ' || out[j] == '\t')) ++j;
+      if (j < n && out[j] == '#') {
+        while (j < n && !(out[j] == '\n' && (j == 0 || s[j - 1] != '\\'))) {
+          if (out[j] != '\n') out[j] = ' ';
+          ++j;
+        }
+        k = j;
+        line_start = true;
+        continue;
+      }
+    }
+    line_start = out[k] == '\n';
+  }
+  return out;
+}
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+std::size_t match_paren(const std::string& c, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < c.size(); ++i) {
+    if (c[i] == '(') ++depth;
+    if (c[i] == ')' && --depth == 0) return i;
+  }
+  return std::string::npos;
+}
+
+std::string squash(std::string_view s) {  // whitespace-normalised text
+  std::string out;
+  bool space = false;
+  for (char ch : s) {
+    if (std::isspace(static_cast<unsigned char>(ch)) != 0) {
+      space = !out.empty();
+    } else {
+      if (space) out += ' ';
+      space = false;
+      out += ch;
+    }
+  }
+  return out;
+}
+
+struct KernelDecl {
+  std::vector<std::string> ns;  // enclosing namespaces ("" for anonymous)
+  std::string name;
+  std::string params;  // text between the parentheses
+  std::string bound_threads = "0";
+  std::string bound_blocks = "0";
+};
+
+std::vector<std::string> split_top_commas(std::string_view s) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == '(' || ch == '<' || ch == '[' || ch == '{') ++depth;
+    if (ch == ')' || ch == '>' || ch == ']' || ch == '}') --depth;
+    if (ch == ',' && depth == 0) {
+      parts.push_back(squash(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!squash(cur).empty()) parts.push_back(squash(cur));
+  return parts;
+}
+
+// Non-template __global__ functions at namespace scope, with their namespaces.
+std::vector<KernelDecl> scan_kernels(const std::string& code) {
+  std::vector<KernelDecl> kernels;
+  struct Scope {
+    bool is_namespace;
+    std::string name;
+  };
+  std::vector<Scope> scopes;
+  std::size_t stmt_start = 0;
+  const std::size_t n = code.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char ch = code[i];
+    if (ch == '{') {
+      // A namespace opening: `namespace [a::b] {` or `inline namespace x {` before it.
+      const std::string head = squash(std::string_view(code).substr(stmt_start, i - stmt_start));
+      static const std::regex ns_re(R"(^(?:inline )?namespace(?: ([A-Za-z_][\w:]*))?(?: \[\[[^\]]*\]\])?$)");
+      std::smatch m;
+      if (std::regex_match(head, m, ns_re)) {
+        const std::string name = m[1].str();
+        if (name.find("::") != std::string::npos) {
+          // a::b { ... }: one brace closes both; record as one scope with a qualified name.
+          scopes.push_back({true, name});
+        } else {
+          scopes.push_back({true, name});
+        }
+      } else {
+        scopes.push_back({false, {}});
+      }
+      stmt_start = i + 1;
+      continue;
+    }
+    if (ch == '}') {
+      if (!scopes.empty()) scopes.pop_back();
+      stmt_start = i + 1;
+      continue;
+    }
+    if (ch == ';') {
+      stmt_start = i + 1;
+      continue;
+    }
+    if (ch != '_' || code.compare(i, 10, "__global__") != 0) continue;
+    if ((i > 0 && ident_char(code[i - 1])) || (i + 10 < n && ident_char(code[i + 10]))) continue;
+    const bool at_namespace_scope =
+        std::all_of(scopes.begin(), scopes.end(), [](const Scope& s) { return s.is_namespace; });
+    const std::string before = " " + squash(std::string_view(code).substr(stmt_start, i - stmt_start)) + " ";
+    if (!at_namespace_scope || before.find(" template") != std::string::npos ||
+        before.find("template<") != std::string::npos || before.find("friend ") != std::string::npos) {
+      i += 9;
+      continue;
+    }
+    // Walk to the declarator: skip __launch_bounds__(...), __attribute__((...)) and the like;
+    // the kernel's name is the identifier right before the first other '('.
+    KernelDecl k;
+    std::size_t j = i + 10;
+    std::string last_ident;
+    while (j < n) {
+      if (ident_char(code[j])) {
+        const std::size_t b = j;
+        while (j < n && ident_char(code[j])) ++j;
+        last_ident = code.substr(b, j - b);
+        continue;
+      }
+      if (code[j] == '(') {
+        const std::size_t close = match_paren(code, j);
+        if (close == std::string::npos) break;
+        if (last_ident == "__launch_bounds__") {
+          const auto args = split_top_commas(std::string_view(code).substr(j + 1, close - j - 1));
+          if (!args.empty()) k.bound_threads = args[0];
+          if (args.size() > 1) k.bound_blocks = args[1];
+          j = close + 1;
+          last_ident.clear();
+          continue;
+        }
+        if (last_ident == "__attribute__" || last_ident == "__align__" ||
+            last_ident == "__declspec" || last_ident == "alignas" || last_ident == "__maxnreg__" ||
+            last_ident == "__cluster_dims__" || last_ident.empty()) {
+          j = close + 1;
+          last_ident.clear();
+          continue;
+        }
+        k.name = last_ident;
+        k.params = squash(std::string_view(code).substr(j + 1, close - j - 1));
+        break;
+      }
+      if (code[j] == ';' || code[j] == '{') break;
+      ++j;
+    }
+    if (!k.name.empty() && k.name != "operator") {
+      for (const auto& s : scopes) k.ns.push_back(s.name);
+      kernels.push_back(std::move(k));
+    }
+    i = j;
+  }
+  return kernels;
+}
+
+// `extern __shared__ T name[];` -> a view of the block's dynamic shared buffer. Line count kept.
+std::string rewrite_dynamic_shared(const std::string& src) {
+  const std::string code = code_view(src);
+  static const std::regex re(
+      R"(\bextern\s+((?:[\w:<>,*\s]|__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)\b__shared__\b((?:[\w:<>,*\s]|__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)\b([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
+  static const std::regex align_re(R"(__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)|\b(?:volatile|static)\b)");
+  std::string out;
+  std::size_t last = 0;
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), re); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    const auto pos = static_cast<std::size_t>(m.position(0));
+    std::string type = squash(std::regex_replace(m[1].str() + " " + m[2].str(), align_re, " "));
+    if (type.empty()) continue;
+    const std::string matched = m.str(0);
+    out.append(src, last, pos - last);
+    out += "static constexpr ::cudamux::dyn_shared<" + type + "> " + m[3].str() + "{};";
+    out.append(static_cast<std::size_t>(std::count(matched.begin(), matched.end(), '\n')), '\n');
+    last = pos + matched.size();
+  }
+  out.append(src, last, std::string::npos);
+  return out;
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string registration(const std::vector<KernelDecl>& kernels,
+                         const std::vector<std::string>& expressions) {
+  std::ostringstream o;
+  std::map<std::string, std::set<std::string>> signatures;  // qualified name -> param lists
+  for (const auto& k : kernels) {
+    std::string q;
+    for (const auto& s : k.ns) q += s + "::";
+    signatures[q + k.name].insert(k.params);
+  }
+  std::vector<std::string> refs;
+  std::set<std::string> seen;
+  int index = 0;
+  for (const auto& k : kernels) {
+    std::string q;
+    for (const auto& s : k.ns) q += s + "::";
+    const bool overloaded = signatures[q + k.name].size() > 1;
+    if (!overloaded && !seen.insert(q + k.name).second) continue;
+    if (overloaded && !seen.insert(q + k.name + "(" + k.params + ")").second) continue;
+    const std::string var = "cudamux_kernel_" + std::to_string(index++);
+    std::string open;
+    std::string close;
+    std::string qualified;
+    for (const auto& s : k.ns) {
+      open += s.empty() ? "namespace { " : "namespace " + s + " { ";
+      close += "} ";
+      if (!s.empty()) qualified += s + "::";
+    }
+    const std::string fn =
+        overloaded ? "static_cast<void (*)(" + k.params + ")>(&" + k.name + ")" : "&" + k.name;
+    o << open << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<" << fn
+      << ">(static_cast<int>(" << k.bound_threads << "), static_cast<int>(" << k.bound_blocks
+      << "), nullptr); " << close << "\n";
+    refs.push_back("&" + qualified + var);
+  }
+  for (std::size_t e = 0; e < expressions.size(); ++e) {
+    const std::string var = "cudamux_expression_" + std::to_string(e);
+    const std::string& expr = expressions[e];
+    const std::string address = !expr.empty() && expr[0] == '&' ? expr : "&" + expr;
+    o << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::named<" << address
+      << ">(" << quote(expr) << ");\n";
+    refs.push_back("&" + var);
+  }
+  o << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* "
+       "cudamux_module(void) {\n  static const cudamux_kernel_desc* const k[] = {";
+  for (const auto& r : refs) o << r << ", ";
+  o << "nullptr};\n  static const cudamux_module_desc d = {CUDAMUX_DEVICE_ABI, " << refs.size()
+    << "u, k};\n  return &d;\n}\n";
+  return o.str();
+}
+
+// ---- running the compiler ------------------------------------------------------------------
+
+struct Run {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+Run run_process(const std::vector<std::string>& argv) {
+  Run r;
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+    r.output = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipefd[1]);
+  if (rc != 0) {
+    ::close(pipefd[0]);
+    r.output = "cannot run '" + argv[0] + "': " + std::strerror(rc);
+    return r;
+  }
+  char buf[4096];
+  for (;;) {
+    const ssize_t got = ::read(pipefd[0], buf, sizeof buf);
+    if (got > 0) {
+      r.output.append(buf, static_cast<std::size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(pipefd[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  return r;
+}
+
+// Compiler messages in the user's terms: no temporary folders, prelude or command line.
+std::string rewrite_log(const std::string& text, const std::string& tmp_dir,
+                        const std::string& include_dir) {
+  std::istringstream in(text);
+  std::string line;
+  std::string out;
+  while (std::getline(in, line)) {
+    if (line.find("<command-line>") != std::string::npos) continue;
+    if (line.find("cudamux/prelude.h") != std::string::npos &&
+        line.find("In file included from") != std::string::npos)
+      continue;
+    for (const std::string& prefix : {tmp_dir + "/include/", tmp_dir + "/", include_dir + "/"}) {
+      for (std::size_t p; (p = line.find(prefix)) != std::string::npos;) line.erase(p, prefix.size());
+    }
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string hex(const unsigned char* d, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    s += digits[d[i] >> 4];
+    s += digits[d[i] & 15];
+  }
+  return s;
+}
+
+class Hasher {
+ public:
+  void add(std::string_view s) {
+    const std::uint64_t n = s.size();  // length-prefixed: no ambiguity between fields
+    sha_.process_bytes(&n, sizeof n);
+    sha_.process_bytes(s.data(), s.size());
+  }
+  std::string digest() {
+    boost::uuids::detail::sha1::digest_type d;
+    sha_.get_digest(d);
+    unsigned char bytes[20];
+    for (int i = 0; i < 5; ++i)
+      for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<unsigned char>(d[i] >> (24 - 8 * b));
+    return hex(bytes, sizeof bytes);
+  }
+
+ private:
+  boost::uuids::detail::sha1 sha_;
+};
+
+// The compiler's identity without running it: resolved path, size and mtime.
+std::string compiler_identity(const std::string& compiler) {
+  std::string path = compiler;
+  if (compiler.find('/') == std::string::npos) {
+    const char* env = std::getenv("PATH");
+    std::istringstream dirs(env != nullptr ? env : "/usr/bin:/bin");
+    for (std::string d; std::getline(dirs, d, ':');) {
+      const fs::path p = fs::path(d) / compiler;
+      if (::access(p.c_str(), X_OK) == 0) {
+        path = p.string();
+        break;
+      }
+    }
+  }
+  std::error_code ec;
+  const auto real = fs::canonical(path, ec);
+  struct stat st {};
+  if (ec || ::stat(real.c_str(), &st) != 0) return compiler;
+  return real.string() + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+}
+
+// Contents of every built-in header (the prelude's identity); computed once.
+const std::string& prelude_identity(const std::string& include_dir) {
+  static const std::string id = [&] {
+    Hasher h;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(include_dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file()) files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      h.add(f.lexically_relative(include_dir).string());
+      h.add(read_file(f));
+    }
+    return h.digest();
+  }();
+  return id;
+}
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() / 3 * 4 + in.size() / 57 + 8);
+  std::size_t line = 0;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    const auto b0 = static_cast<unsigned char>(in[i]);
+    const auto b1 = i + 1 < in.size() ? static_cast<unsigned char>(in[i + 1]) : 0u;
+    const auto b2 = i + 2 < in.size() ? static_cast<unsigned char>(in[i + 2]) : 0u;
+    out += kB64[b0 >> 2];
+    out += kB64[((b0 & 3u) << 4) | (b1 >> 4)];
+    out += i + 1 < in.size() ? kB64[((b1 & 15u) << 2) | (b2 >> 6)] : '=';
+    out += i + 2 < in.size() ? kB64[b2 & 63u] : '=';
+    if (++line == 19) {  // 76 columns, like MIME
+      out += '\n';
+      line = 0;
+    }
+  }
+  return out;
+}
+
+// Cache entry: "cmx1\n" then length-prefixed fields: log, image, then pairs of lowered names.
+std::string serialize(const be::CompileResult& r) {
+  std::string s = "cmx1\n";
+  auto field = [&](std::string_view f) {
+    s += std::to_string(f.size());
+    s += '\n';
+    s.append(f);
+  };
+  field(r.log);
+  field(std::string_view(r.image.data(), r.image.size()));
+  for (const auto& [e, l] : r.lowered_names) {
+    field(e);
+    field(l);
+  }
+  return s;
+}
+
+bool deserialize(std::string_view s, be::CompileResult& r) {
+  if (s.substr(0, 5) != "cmx1\n") return false;
+  s.remove_prefix(5);
+  std::vector<std::string_view> fields;
+  while (!s.empty()) {
+    const auto nl = s.find('\n');
+    if (nl == std::string_view::npos) return false;
+    std::size_t len = 0;
+    for (char ch : s.substr(0, nl)) {
+      if (ch < '0' || ch > '9') return false;
+      len = len * 10 + static_cast<std::size_t>(ch - '0');
+    }
+    s.remove_prefix(nl + 1);
+    if (len > s.size()) return false;
+    fields.push_back(s.substr(0, len));
+    s.remove_prefix(len);
+  }
+  if (fields.size() < 2 || fields.size() % 2 != 0) return false;
+  r.success = true;
+  r.log = std::string(fields[0]);
+  r.image.assign(fields[1].begin(), fields[1].end());
+  if (r.image.empty() || r.image.back() != '\0') return false;
+  r.lowered_names.clear();
+  for (std::size_t i = 2; i < fields.size(); i += 2)
+    r.lowered_names.emplace_back(std::string(fields[i]), std::string(fields[i + 1]));
+  return true;
+}
+
+void store_in_cache(const fs::path& file, const std::string& data, spdlog::logger& log) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  // Unique temporary in the same folder, then an atomic rename: readers in other processes
+  // see either no entry or a complete one.
+  std::random_device rd;
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  if (!write_file(tmp, data)) {
+    log.debug("mock compiler: cannot write cache entry {}", tmp.string());
+    fs::remove(tmp, ec);
+    return;
+  }
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    log.debug("mock compiler: cannot rename cache entry to {}: {}", file.string(), std::strerror(errno));
+    fs::remove(tmp, ec);
+  }
+}
+
+}  // namespace
+
+DeviceFiles device_files() {
+  static const DeviceFiles files = [] {
+    DeviceFiles f;
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&device_files), &info) != 0 && info.dli_fname != nullptr) {
+      std::error_code ec;
+      fs::path plugin = fs::canonical(info.dli_fname, ec);
+      if (ec) plugin = info.dli_fname;
+      const fs::path root = plugin.parent_path().parent_path();  // lib/cudamux
+      f.include_dir = (root / "mock-include").string();
+      f.lib_dir = root.string();
+    }
+    return f;
+  }();
+  return files;
+}
+
+CompilerSettings compiler_settings(const std::string& config_compiler,
+                                   const std::string& config_cache_dir) {
+  CompilerSettings s;
+  s.compiler = "g++";
+  if (!config_compiler.empty()) s.compiler = config_compiler;
+  if (const char* e = std::getenv("CUDAMUX_MOCK_CXX"); e != nullptr && *e != '\0') s.compiler = e;
+  const char* disable = std::getenv("CUDA_CACHE_DISABLE");
+  if (disable != nullptr && std::string_view(disable) == "1") return s;
+  if (!config_cache_dir.empty()) {
+    s.cache_dir = config_cache_dir;
+  } else if (const char* p = std::getenv("CUDA_CACHE_PATH"); p != nullptr && *p != '\0') {
+    s.cache_dir = p;
+  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    s.cache_dir = std::string(x) + "/cudamux";
+  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    s.cache_dir = std::string(h) + "/.cache/cudamux";
+  }
+  return s;
+}
+
+std::vector<int> MockCompiler::supported_archs() const {
+  return {75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121};
+}
+
+be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileResult& result) {
+  result = be::CompileResult{};
+  const DeviceFiles files = device_files();
+  if (files.include_dir.empty()) {
+    log_->error("mock compiler: cannot locate the plugin's folder (dladdr failed)");
+    return status(CUDA_ERROR_NOT_FOUND);
+  }
+  const auto& o = request.options;
+  const int arch = o.arch != 0 ? o.arch : kDefaultArch;
+  const std::string name = request.name.empty() ? "default_program" : std::string(request.name);
+
+  std::vector<std::string> flags = {
+      "-std=" + (o.std.empty() ? std::string("c++17") : o.std),
+      o.device_debug ? "-O0" : "-O2",
+      "-fPIC",
+      "-shared",
+      "-fno-plt",
+      "-fno-semantic-interposition",  // lets the thunk inline the (exported) kernel
+      "-fno-ipa-icf",                 // identical kernels keep distinct addresses and names
+      "-fno-gnu-unique",              // unique symbols would make modules impossible to unload
+      "-fno-math-errno",
+      "-fno-builtin-printf",  // device printf is ours, never rewritten to puts
+      "-U_FORTIFY_SOURCE",
+      "-fexceptions",
+      o.fmad ? "-ffp-contract=fast" : "-ffp-contract=off",
+      "-D__CUDA_ARCH__=" + std::to_string(arch * 10),
+      "-D__CUDA_ARCH_LIST__=" + std::to_string(arch * 10),
+      "-Wl,-Bsymbolic",
+  };
+  if (o.device_debug) flags.push_back("-g");
+  if (o.line_info && !o.device_debug) flags.push_back("-g1");
+  for (const auto& [k, v] : o.defines) flags.push_back(v.empty() ? "-D" + k : "-D" + k + "=" + v);
+  for (const auto& u : o.undefines) flags.push_back("-U" + u);
+
+  // Cache key: everything that can change the image.
+  Hasher h;
+  h.add("cudamux-mock-cache-v1");
+  h.add(std::to_string(CUDAMUX_DEVICE_ABI));
+  h.add(compiler_identity(settings_.compiler));
+  h.add(prelude_identity(files.include_dir));
+  h.add(name);
+  h.add(request.source);
+  for (const auto& [hn, hc] : request.headers) {
+    h.add(hn);
+    h.add(hc);
+  }
+  for (const auto& f : flags) h.add(f);
+  for (const auto& i : o.include_paths) h.add("-I" + i);
+  for (const auto& i : o.pre_includes) h.add("-include" + i);
+  for (const auto& e : request.name_expressions) h.add("expr:" + e);
+  const std::string key = h.digest();
+  const fs::path cache_file =
+      settings_.cache_dir.empty() ? fs::path() : fs::path(settings_.cache_dir) / "mock" / (key + ".cmx");
+  if (!cache_file.empty()) {
+    std::error_code ec;
+    if (fs::is_regular_file(cache_file, ec)) {
+      if (deserialize(read_file(cache_file), result)) {
+        ++hits_;
+        log_->debug("mock compiler: {}: cache hit {}", name, cache_file.string());
+        return be::kOk;
+      }
+      log_->warn("mock compiler: ignoring damaged cache entry {}", cache_file.string());
+      result = be::CompileResult{};
+    }
+  }
+
+  // A private working folder with the program, its headers and the output.
+  std::string tmpl = (fs::temp_directory_path() / "cudamux-nvrtc-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    log_->error("mock compiler: cannot create a temporary folder: {}", std::strerror(errno));
+    return status(CUDA_ERROR_OPERATING_SYSTEM);
+  }
+  const fs::path dir = tmpl;
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+
+  const std::string src(request.source);
+  const std::vector<KernelDecl> kernels = scan_kernels(code_view(src));
+  std::string text = "#line 1 " + quote(name) + "\n" + rewrite_dynamic_shared(src) +
+                     "\n#line 1 " + quote(kRegistrationFile) + "\n" +
+                     registration(kernels, request.name_expressions);
+  const fs::path src_file = dir / "program.cu";
+  write_file(src_file, text);
+  std::error_code ec;
+  fs::create_directories(dir / "include", ec);
+  for (const auto& [hn, hc] : request.headers) {
+    const fs::path hp = dir / "include" / hn;
+    fs::create_directories(hp.parent_path(), ec);
+    write_file(hp, rewrite_dynamic_shared(hc));
+  }
+
+  std::vector<std::string> argv = {settings_.compiler};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  // Built-in headers first: they win over a toolkit folder the program adds.
+  argv.push_back("-I" + files.include_dir);
+  argv.push_back("-I" + (dir / "include").string());
+  for (const auto& i : o.include_paths) argv.push_back("-I" + i);
+  argv.push_back("-include");
+  argv.push_back("cudamux/prelude.h");
+  for (const auto& i : o.pre_includes) {
+    argv.push_back("-include");
+    argv.push_back(i);
+  }
+  argv.push_back("-x");
+  argv.push_back("c++");
+  argv.push_back(src_file.string());
+  argv.push_back("-x");
+  argv.push_back("none");
+  argv.push_back("-o");
+  argv.push_back((dir / "module.so").string());
+  argv.push_back("-L" + files.lib_dir);
+  argv.push_back("-lcudamux-device");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const Run run = run_process(argv);
+  ++runs_;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  result.log = rewrite_log(run.output, dir.string(), files.include_dir);
+  if (run.exit_code < 0 || run.exit_code >= 128) {
+    log_->error("mock compiler: {} failed to run: {}", settings_.compiler, run.output);
+    return status(CUDA_ERROR_OPERATING_SYSTEM);
+  }
+  if (run.exit_code != 0) {
+    log_->debug("mock compiler: {}: compilation failed ({:.0f} ms)", name, ms);
+    result.success = false;
+    return be::kOk;
+  }
+  log_->debug("mock compiler: {}: {} kernel(s) compiled in {:.0f} ms", name, kernels.size(), ms);
+
+  const std::string so = read_file(dir / "module.so");
+  std::string image = std::string(kImageHeader) + " arch=" + std::to_string(arch) + " program=" +
+                      std::to_string(request.source.size()) + "\n" + base64(so) + "\n";
+  result.image.assign(image.begin(), image.end());
+  result.image.push_back('\0');
+
+  // Lowered names of the name expressions: the symbols the instantiations got.
+  if (!request.name_expressions.empty()) {
+    std::unique_ptr<be::Module> module;
+    const auto st = load_module_image(result.image.data(), *log_, module);
+    if (!st.ok()) {
+      log_->error("mock compiler: {}: the compiled module does not load", name);
+      return st;
+    }
+    for (const auto& e : request.name_expressions) {
+      std::string lowered = lowered_name(*module, e);
+      if (lowered.empty()) lowered = e;
+      result.lowered_names.emplace_back(e, lowered);
+    }
+  }
+  result.success = true;
+  if (!cache_file.empty()) store_in_cache(cache_file, serialize(result), *log_);
+  return be::kOk;
+}
+
+}  // namespace cudamux::mock

@@ -1,0 +1,234 @@
+// Module images of the mock: decode, load from a memfd, read the module's kernel table.
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "kernels.hpp"
+
+namespace cudamux::mock {
+namespace {
+
+constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
+
+int b64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+bool decode_base64(const char* p, std::string& out) {
+  unsigned acc = 0;
+  int bits = 0;
+  for (; *p != '\0'; ++p) {
+    if (*p == '\n' || *p == '\r' || *p == '=') continue;
+    const int v = b64_value(*p);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFFu);
+    }
+  }
+  return true;
+}
+
+class MockModule final : public be::Module {
+ public:
+  MockModule(std::shared_ptr<LoadedObject> object) : object_(std::move(object)) {
+    const auto* d = object_->desc;
+    std::map<const void*, MockFunction*> by_address;
+    for (unsigned i = 0; i < d->num_kernels; ++i) {
+      const cudamux_kernel_desc* k = d->kernels[i];
+      if (k == nullptr || k->fn == nullptr) continue;
+      Dl_info info{};
+      const char* sym = ::dladdr(k->fn, &info) != 0 ? info.dli_sname : nullptr;
+      const std::string name = sym != nullptr ? sym : "";
+      if (k->name_expression != nullptr) expressions_[k->name_expression] = name;
+      if (k->loop == nullptr || name.empty()) continue;  // a variable's name expression
+      auto it = by_address.find(k->fn);
+      if (it != by_address.end()) continue;  // also registered from the source scan
+      functions_.push_back(std::make_unique<MockFunction>(object_, k, name));
+      by_address[k->fn] = functions_.back().get();
+    }
+  }
+
+  be::Function* function(std::string_view name) noexcept override {
+    for (auto& f : functions_)
+      if (f->name() == name) return f.get();
+    return nullptr;
+  }
+
+  bool global(std::string_view name, void*& address, std::size_t& bytes) noexcept override {
+    const std::string n(name);
+    void* p = ::dlsym(object_->handle, n.c_str());
+    if (p == nullptr) return false;
+    Dl_info info{};
+    void* entry = nullptr;
+    if (::dladdr1(p, &info, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr) return false;
+    const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+    // Only the module's own variables: dlsym also searches its dependencies (libc, ...).
+    if (reinterpret_cast<std::uintptr_t>(info.dli_fbase) != object_->base) return false;
+    if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT) return false;
+    address = p;
+    bytes = sym->st_size;
+    return true;
+  }
+
+  [[nodiscard]] std::vector<std::string_view> function_names() const override {
+    std::vector<std::string_view> names;
+    for (const auto& f : functions_) names.push_back(f->name());
+    return names;
+  }
+
+  std::string lowered(std::string_view expression) const {
+    auto it = expressions_.find(std::string(expression));
+    return it != expressions_.end() ? it->second : std::string();
+  }
+
+ private:
+  std::shared_ptr<LoadedObject> object_;
+  std::vector<std::unique_ptr<MockFunction>> functions_;
+  std::map<std::string, std::string> expressions_;
+};
+
+}  // namespace
+
+LoadedObject::~LoadedObject() {
+  if (handle != nullptr) ::dlclose(handle);
+  if (fd >= 0) ::close(fd);
+}
+
+MockFunction::MockFunction(std::shared_ptr<LoadedObject> object, const cudamux_kernel_desc* desc,
+                           std::string name)
+    : object_(std::move(object)), desc_(desc), name_(std::move(name)) {
+  for (unsigned i = 0; i < desc->num_params; ++i)
+    params_.push_back(be::ParamInfo{desc->param_offsets[i], desc->param_sizes[i]});
+}
+
+be::Status MockFunction::attribute(CUfunction_attribute attr, int& value) const {
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      value = desc_->max_threads > 0 ? std::min(desc_->max_threads, 1024) : 1024;
+      return be::kOk;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:  // static __shared__ lives in thread-local storage
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      value = 0;
+      return be::kOk;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+      value = 32;  // plausible; nothing on a CPU corresponds
+      return be::kOk;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+      value = object_->arch;
+      return be::kOk;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      value = 48 * 1024;
+      return be::kOk;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      value = -1;
+      return be::kOk;
+    default:
+      return status(CUDA_ERROR_INVALID_VALUE);
+  }
+}
+
+std::string lowered_name(be::Module& module, std::string_view expression) {
+  auto* m = dynamic_cast<MockModule*>(&module);
+  return m != nullptr ? m->lowered(expression) : std::string();
+}
+
+be::Status load_module_image(const void* image, spdlog::logger& log,
+                             std::unique_ptr<be::Module>& out) {
+  if (image == nullptr) return status(CUDA_ERROR_INVALID_VALUE);
+  const auto* text = static_cast<const char*>(image);
+  if (std::strncmp(text, kImageHeader.data(), kImageHeader.size()) != 0) {
+    const auto* bytes = static_cast<const unsigned char*>(image);
+    const bool elf = std::memcmp(bytes, "\x7f" "ELF", 4) == 0;
+    const bool fatbin = std::memcmp(bytes, "\x50\xed\x55\xba", 4) == 0 ||
+                        std::memcmp(bytes, "\x46\x43\x81\x46", 4) == 0;
+    std::string_view start(text, ::strnlen(text, 4096));
+    const bool ptx = start.find(".version") != std::string_view::npos ||
+                     start.find(".target") != std::string_view::npos;
+    if (elf || fatbin) {
+      log.error("mock backend: module image is an NVIDIA {}: the mock runs only modules compiled by "
+                "cudamux's NVRTC", elf ? "cubin" : "fatbin");
+      return status(CUDA_ERROR_NO_BINARY_FOR_GPU);
+    }
+    if (ptx) {
+      log.error("mock backend: module image is NVIDIA PTX: the mock runs only modules compiled by "
+                "cudamux's NVRTC (libnvrtc.so.13 from cudamux)");
+      return status(CUDA_ERROR_INVALID_PTX);
+    }
+    log.error("mock backend: not a module image (expected a text starting with \"{}\")", kImageHeader);
+    return status(CUDA_ERROR_INVALID_IMAGE);
+  }
+  const char* nl = std::strchr(text, '\n');
+  if (nl == nullptr) return status(CUDA_ERROR_INVALID_IMAGE);
+  int arch = kDefaultArch;
+  const std::string header(text, nl);
+  if (const auto p = header.find(" arch="); p != std::string::npos) arch = std::atoi(header.c_str() + p + 6);
+  std::string so;
+  if (!decode_base64(nl + 1, so) || so.size() < 64 || so.compare(0, 4, "\x7f" "ELF") != 0) {
+    log.error("mock backend: module image is damaged (bad encoding)");
+    return status(CUDA_ERROR_INVALID_IMAGE);
+  }
+  const int fd = ::memfd_create("cudamux-module", MFD_CLOEXEC);
+  if (fd < 0) {
+    log.error("mock backend: memfd_create: {}", std::strerror(errno));
+    return status(CUDA_ERROR_OPERATING_SYSTEM);
+  }
+  for (std::size_t at = 0; at < so.size();) {
+    const ssize_t w = ::write(fd, so.data() + at, so.size() - at);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ::close(fd);
+      log.error("mock backend: writing the module to memory failed: {}", std::strerror(errno));
+      return status(CUDA_ERROR_OPERATING_SYSTEM);
+    }
+    at += static_cast<std::size_t>(w);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    ::close(fd);
+    log.error("mock backend: the module does not load: {}", ::dlerror());
+    return status(CUDA_ERROR_INVALID_IMAGE);
+  }
+  auto object = std::make_shared<LoadedObject>();
+  object->handle = handle;
+  // The fd stays open while the module lives: glibc identifies loaded objects by path, so
+  // no other module may get the same /proc/self/fd/N name meanwhile.
+  object->fd = fd;
+  object->arch = arch;
+  link_map* map = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) object->base = map->l_addr;
+  auto fn = reinterpret_cast<cudamux_module_fn>(::dlsym(handle, CUDAMUX_MODULE_SYMBOL));
+  object->desc = fn != nullptr ? fn() : nullptr;
+  if (object->desc == nullptr || object->desc->abi != CUDAMUX_DEVICE_ABI) {
+    log.error("mock backend: the module has no kernel table of device ABI {}", CUDAMUX_DEVICE_ABI);
+    return status(CUDA_ERROR_INVALID_IMAGE);
+  }
+  out = std::make_unique<MockModule>(std::move(object));
+  return be::kOk;
+}
+
+}  // namespace cudamux::mock

@@ -1,0 +1,174 @@
+// Kernel launches: validation, and blocks spread over a persistent pool of threads.
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels.hpp"
+
+namespace cudamux::mock {
+namespace {
+
+constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
+constexpr unsigned kMaxDynamicShared = 227 * 1024;  // the profile's opt-in maximum
+
+// Per-thread dynamic shared memory buffer, reused across blocks.
+void* dyn_shared_buffer(unsigned bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    std::size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer b;
+  if (bytes > b.size) {
+    std::free(b.p);
+    b.size = (bytes + 4095u) & ~std::size_t{4095};
+    b.p = std::aligned_alloc(128, b.size);
+  }
+  return b.p;
+}
+
+}  // namespace
+
+struct BlockPool::Job {
+  const cudamux_launch* launch = nullptr;
+  unsigned shared_bytes = 0;
+  std::uint64_t total = 0;
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<unsigned> active{0};  // threads inside work(); guarded by the pool's mutex on entry
+  volatile int abort = 0;
+  std::mutex mu;
+  int result = 0;
+  std::string message;
+};
+
+BlockPool::BlockPool(unsigned threads) {
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { helper_loop(); });
+}
+
+BlockPool::~BlockPool() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void BlockPool::work(Job& job) {
+  const cudamux_launch& l = *job.launch;
+  void* shared = dyn_shared_buffer(job.shared_bytes);
+  const std::uint64_t gx = l.grid.x;
+  const std::uint64_t gxy = gx * l.grid.y;
+  char message[1024];
+  for (;;) {
+    const std::uint64_t b = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (b >= job.total) break;
+    if (job.abort != 0) continue;  // a block failed: the rest are skipped
+    const cudamux_u3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>((b % gxy) / gx),
+                         static_cast<unsigned>(b / gxy)};
+    message[0] = '\0';
+    const int rc = cudamux_run_block(&l, idx, shared, message, sizeof message);
+    if (rc != 0) {
+      std::lock_guard lock(job.mu);
+      if (job.result == 0) {
+        job.result = rc;
+        job.message = message;
+      }
+      job.abort = 1;
+    }
+  }
+}
+
+void BlockPool::helper_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    if (stop_) return;
+    Job* job = jobs_.front();
+    if (job->next.load(std::memory_order_relaxed) >= job->total) {
+      jobs_.pop_front();  // exhausted: its owner waits for the threads still inside
+      continue;
+    }
+    job->active.fetch_add(1);
+    lock.unlock();
+    work(*job);
+    lock.lock();
+    if (job->active.fetch_sub(1) == 1) cv_.notify_all();
+  }
+}
+
+int BlockPool::run(const cudamux_launch& launch, unsigned shared_bytes, std::string& message) {
+  Job job;
+  job.launch = &launch;
+  job.shared_bytes = shared_bytes;
+  job.total = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+  const_cast<cudamux_launch&>(launch).abort = &job.abort;
+  {
+    std::lock_guard lock(mu_);
+    job.active.fetch_add(1);  // the launching thread
+    if (job.total > 1 && !threads_.empty()) jobs_.push_back(&job);
+  }
+  cv_.notify_all();
+  work(job);
+  std::unique_lock lock(mu_);
+  std::erase(jobs_, &job);  // no helper can join it from now on
+  job.active.fetch_sub(1);
+  cv_.wait(lock, [&] { return job.active.load() == 0; });
+  message = job.message;
+  return job.result;
+}
+
+be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::logger& log,
+                          KernelLaunch& out) {
+  auto* f = dynamic_cast<MockFunction*>(desc.function);
+  if (f == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+  const cudamux_kernel_desc& k = f->desc();
+  const std::uint64_t threads = std::uint64_t{desc.block[0]} * desc.block[1] * desc.block[2];
+  const std::uint64_t blocks = std::uint64_t{desc.grid[0]} * desc.grid[1] * desc.grid[2];
+  if (threads == 0 || blocks == 0) return status(CUDA_ERROR_INVALID_VALUE);
+  if (k.max_threads > 0 && threads > static_cast<std::uint64_t>(k.max_threads)) {
+    log.error("mock backend: launch of {} with {} threads per block exceeds its __launch_bounds__ ({})",
+              f->name(), threads, k.max_threads);
+    return status(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  }
+  if (threads > 1024) return status(CUDA_ERROR_INVALID_VALUE);
+  if (desc.shared_bytes > kMaxDynamicShared) {
+    log.error("mock backend: launch of {} asks for {} bytes of dynamic shared memory (at most {})",
+              f->name(), desc.shared_bytes, kMaxDynamicShared);
+    return status(CUDA_ERROR_INVALID_VALUE);
+  }
+  if (k.args_size > 0 && (desc.args == nullptr || desc.args_size < k.args_size)) {
+    log.error("mock backend: launch of {} with {} bytes of arguments; it takes {}", f->name(),
+              desc.args == nullptr ? 0 : desc.args_size, k.args_size);
+    return status(CUDA_ERROR_INVALID_VALUE);
+  }
+  out.object = f->object();
+  out.desc = &k;
+  out.args = std::make_shared<std::vector<std::byte>>(k.args_size);
+  if (k.args_size > 0) std::memcpy(out.args->data(), desc.args, k.args_size);
+  for (int i = 0; i < 3; ++i) {
+    out.grid[i] = desc.grid[i];
+    out.block[i] = desc.block[i];
+  }
+  out.shared_bytes = desc.shared_bytes;
+  out.pool = &pool;
+  out.log = &log;
+  return be::kOk;
+}
+
+int execute_launch(const KernelLaunch& k) {
+  cudamux_launch l{};
+  l.loop = k.desc->loop;
+  l.args = k.args->data();
+  l.grid = cudamux_u3{k.grid[0], k.grid[1], k.grid[2]};
+  l.block = cudamux_u3{k.block[0], k.block[1], k.block[2]};
+  std::string message;
+  const int rc = k.pool->run(l, k.shared_bytes, message);
+  if (rc != 0 && k.log != nullptr) {
+    k.log->error("mock backend: kernel failed ({}): {}", rc, message);
+  }
+  return rc;
+}
+
+}  // namespace cudamux::mock

@@ -1,0 +1,326 @@
+// The mock compiler: images, errors, names, cache, built-in headers.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "kernel_fixture.hpp"
+
+namespace cudamux::mock::test {
+namespace {
+
+namespace fs = std::filesystem;
+using MockCompile = KernelTest;
+
+const char* kSaxpy = R"(
+extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+TEST_F(MockCompile, SaxpyRunsAndMatchesTheHost) {
+  be::CompileOptions o;
+  o.fmad = false;
+  o.arch = 90;
+  auto m = build(kSaxpy, o);
+  ASSERT_TRUE(m);
+  auto* f = m->function("saxpy");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->params().size(), 4u);
+  EXPECT_EQ(f->params()[1].offset, 8u);  // pointers align to 8 after the 4-byte float
+  EXPECT_EQ(f->params()[3].offset, 24u);
+  constexpr unsigned kThreads = 512, kBlocks = 64, kN = kThreads * kBlocks - 100;
+  std::vector<float> x(kN), y(kN);
+  for (unsigned i = 0; i < kN; ++i) {
+    x[i] = static_cast<float>(i) * 0.5f;
+    y[i] = static_cast<float>(kN - i);
+  }
+  auto* dx = dev<float>(kN);
+  auto* dy = dev<float>(kN);
+  auto q = queue();
+  ASSERT_EQ(cu(q->copy(copy_1d(dx, x.data(), kN * 4))), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->copy(copy_1d(dy, y.data(), kN * 4))), CUDA_SUCCESS);
+  ASSERT_EQ(launch(*q, f, {kBlocks}, {kThreads}, 0, 2.0f, static_cast<const float*>(dx), dy, kN),
+            CUDA_SUCCESS);
+  std::vector<float> out(kN);
+  ASSERT_EQ(cu(q->copy(copy_1d(out.data(), dy, kN * 4))), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (unsigned i = 0; i < kN; ++i) ASSERT_EQ(out[i], 2.0f * x[i] + y[i]) << i;
+}
+
+TEST_F(MockCompile, ImageIsSelfDelimitingText) {
+  auto c = compile(kSaxpy);
+  ASSERT_TRUE(c.result.success) << c.result.log;
+  const auto& img = c.result.image;
+  ASSERT_FALSE(img.empty());
+  EXPECT_EQ(img.back(), '\0');
+  EXPECT_EQ(std::strlen(img.data()) + 1, img.size());  // exactly one NUL, at the end
+  EXPECT_EQ(std::string(img.data(), 25), "// cudamux mock module v1");
+}
+
+TEST_F(MockCompile, CompileErrorsNameTheUsersFileAndLine) {
+  auto c = compile("// line 1\n__global__ void k(int* p) {\n  p[0] = undeclared_thing;\n}\n", {}, {}, {},
+                   "my_kernels.cu");
+  ASSERT_TRUE(c.status.ok());
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(c.result.log.find("my_kernels.cu:3:"), std::string::npos) << c.result.log;
+  EXPECT_NE(c.result.log.find("undeclared_thing"), std::string::npos) << c.result.log;
+  EXPECT_EQ(c.result.log.find("cudamux-nvrtc-"), std::string::npos) << c.result.log;  // no temp dir
+  EXPECT_EQ(c.result.log.find("program.cu"), std::string::npos) << c.result.log;
+  EXPECT_EQ(c.result.log.find("<command-line>"), std::string::npos) << c.result.log;
+}
+
+TEST_F(MockCompile, ErrorsInProgramHeadersNameTheHeader) {
+  auto c = compile("#include \"helpers.cuh\"\n__global__ void k(int* p) { p[0] = helper(); }\n", {}, {},
+                   {{"helpers.cuh", "__device__ int helper() {\n  return nope;\n}\n"}});
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(c.result.log.find("helpers.cuh:2:"), std::string::npos) << c.result.log;
+}
+
+TEST_F(MockCompile, NameExpressionsGiveItaniumLoweredNames) {
+  auto m = build(R"(
+namespace ns {
+template <class T, int N> __global__ void fill(T* p, T v) { p[threadIdx.x] = v + T(N); }
+}
+__global__ void plain(int* p) { p[0] = 7; }
+__device__ int counter;
+)", {}, {"ns::fill<float, 3>", "&ns::fill<int, 1>", "plain", "counter"});
+  ASSERT_TRUE(m);
+  ASSERT_EQ(lowered.size(), 4u);
+  EXPECT_EQ(lowered[0].first, "ns::fill<float, 3>");
+  EXPECT_EQ(lowered[0].second, "_ZN2ns4fillIfLi3EEEvPT_S1_");
+  EXPECT_EQ(lowered[1].second, "_ZN2ns4fillIiLi1EEEvPT_S1_");
+  EXPECT_EQ(lowered[2].second, "_Z5plainPi");
+  EXPECT_EQ(lowered[3].second, "counter");
+  auto* f = m->function(lowered[0].second);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(m->function("_Z5plainPi"), nullptr);   // C++ kernels: mangled names
+  EXPECT_EQ(m->function("plain"), nullptr);
+  auto* p = dev<float>(4);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, f, {1}, {4}, 0, p, 1.5f), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(p[i], 4.5f);
+}
+
+TEST_F(MockCompile, UnknownKernelAndGlobalNamesAreNotFound) {
+  auto m = build(kSaxpy);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->function("saxpy2"), nullptr);
+  EXPECT_EQ(m->function(""), nullptr);
+  void* a = nullptr;
+  std::size_t n = 0;
+  EXPECT_FALSE(m->global("nothing", a, n));
+  EXPECT_FALSE(m->global("stdout", a, n));  // libc's, not the module's
+  EXPECT_FALSE(m->global("saxpy", a, n));   // a function, not a variable
+}
+
+TEST_F(MockCompile, GlobalsRoundTrip) {
+  auto m = build(R"(
+__constant__ float coeffs[4];
+__device__ int total;
+extern "C" __global__ void use(float* out) {
+  out[threadIdx.x] = coeffs[threadIdx.x] * 2.0f;
+  atomicAdd(&total, 1);
+}
+)");
+  ASSERT_TRUE(m);
+  void* c = nullptr;
+  std::size_t cn = 0;
+  ASSERT_TRUE(m->global("coeffs", c, cn));
+  EXPECT_EQ(cn, 16u);
+  void* t = nullptr;
+  std::size_t tn = 0;
+  ASSERT_TRUE(m->global("total", t, tn));
+  EXPECT_EQ(tn, 4u);
+  const float in[4] = {1, 2, 3, 4};
+  auto q = queue();
+  ASSERT_EQ(cu(q->copy(copy_1d(c, in, 16))), CUDA_SUCCESS);
+  auto* out = dev<float>(4);
+  ASSERT_EQ(launch(*q, m->function("use"), {3}, {4}, 0, out), CUDA_SUCCESS);
+  int back = 0;
+  ASSERT_EQ(cu(q->copy(copy_1d(&back, t, 4))), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(back, 12);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], in[i] * 2);
+}
+
+TEST_F(MockCompile, NvidiaImagesAreRefusedCleanly) {
+  const char* ptx = "//\n// Generated by NVIDIA NVVM Compiler\n.version 9.0\n.target sm_90\n"
+                    ".address_size 64\n.visible .entry saxpy()\n{\n ret;\n}\n";
+  std::unique_ptr<be::Module> m;
+  EXPECT_EQ(cu(ctx->load_module(ptx, m)), CUDA_ERROR_INVALID_PTX);
+  const unsigned char cubin[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  EXPECT_EQ(cu(ctx->load_module(cubin, m)), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_EQ(cu(ctx->load_module("garbage", m)), CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(cu(ctx->load_module("// cudamux mock module v1 arch=90\n!!!notbase64\n", m)),
+            CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_FALSE(m);
+}
+
+TEST_F(MockCompile, BuiltInHeadersWinOverTheToolkitFolder) {
+  be::CompileOptions o;
+  if (fs::exists("/usr/local/cuda/include/cuda_runtime.h")) o.include_paths.push_back("/usr/local/cuda/include");
+  o.include_paths.push_back("/nonexistent/include");
+  auto m = build(R"(
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(cuda::std::uint32_t* out) {
+  cg::thread_block b = cg::this_thread_block();
+  out[b.thread_rank()] = static_cast<cuda::std::uint32_t>(__half2float(__float2half(2.5f)) * 2) +
+                         (cuda::std::is_same<int, int>::value ? 100u : 0u);
+}
+)", o);
+  ASSERT_TRUE(m);
+  auto* out = dev<std::uint32_t>(8);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {8}, 0, out), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 105u);
+}
+
+TEST_F(MockCompile, OptionsReachTheCompiler) {
+  be::CompileOptions o;
+  o.arch = 80;
+  o.defines = {{"SCALE", "3"}, {"FLAG", ""}};
+  auto m = build(R"(
+#ifndef FLAG
+#error FLAG missing
+#endif
+extern "C" __global__ void k(int* out) { out[0] = SCALE * __CUDA_ARCH__; }
+)", o);
+  ASSERT_TRUE(m);
+  auto* out = dev<int>(1);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, out), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(out[0], 3 * 800);
+  int v = 0;
+  ASSERT_TRUE(m->function("k")->attribute(CU_FUNC_ATTRIBUTE_PTX_VERSION, v).ok());
+  EXPECT_EQ(v, 80);
+}
+
+TEST_F(MockCompile, FmadFalseKeepsMultiplyAndAddSeparate) {
+  // a*b+c with a*b inexact: contracted (one rounding) and separate (two) differ.
+  const char* src = R"(
+extern "C" __global__ void k(const float* in, float* out) { out[0] = in[0] * in[1] + in[2]; }
+)";
+  const float in[3] = {1.0f + 1.0f / 4096, 1.0f - 1.0f / 4096, -1.0f};
+  const float separate = [&] {
+    volatile float p = in[0] * in[1];
+    return p + in[2];
+  }();
+  const float fused = std::fma(in[0], in[1], in[2]);
+  ASSERT_NE(separate, fused);
+  be::CompileOptions o;
+  o.fmad = false;
+  auto m = build(src, o);
+  ASSERT_TRUE(m);
+  auto* d = dev<float>(4);
+  std::memcpy(d, in, sizeof in);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, static_cast<const float*>(d), d + 3), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(d[3], separate);
+}
+
+class MockCompileCache : public KernelTest {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("cudamux-cache-test-" + std::to_string(::getpid()) + "-" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    KernelTest::SetUp();
+  }
+  void TearDown() override {
+    KernelTest::TearDown();
+    fs::remove_all(dir);
+  }
+  std::string config() override {
+    return "[mock]\nmemory = 268435456\ncache_dir = \"" + dir.string() + "\"\n";
+  }
+  fs::path dir;
+};
+
+TEST_F(MockCompileCache, SecondCompileIsAHitAndFast) {
+  auto* comp = backend->compiler();
+  auto c1 = compile(kSaxpy);
+  ASSERT_TRUE(c1.result.success);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c2 = compile(kSaxpy);
+  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(c2.result.success);
+  EXPECT_EQ(c1.result.image, c2.result.image);
+  (void)comp;
+  (void)ms;  // timing lives in bench/bench_kernels.cpp
+  std::size_t entries = 0;
+  for (auto& e : fs::recursive_directory_iterator(dir)) entries += e.path().extension() == ".cmx";
+  EXPECT_EQ(entries, 1u);
+  // A different option is a different entry.
+  be::CompileOptions o;
+  o.fmad = false;
+  ASSERT_TRUE(compile(kSaxpy, o).result.success);
+  entries = 0;
+  for (auto& e : fs::recursive_directory_iterator(dir)) entries += e.path().extension() == ".cmx";
+  EXPECT_EQ(entries, 2u);
+}
+
+TEST_F(MockCompileCache, DamagedEntryIsRecompiled) {
+  ASSERT_TRUE(compile(kSaxpy).result.success);
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".cmx") std::ofstream(e.path(), std::ios::trunc) << "junk";
+  auto c = compile(kSaxpy);
+  ASSERT_TRUE(c.result.success);
+  std::unique_ptr<be::Module> m;
+  EXPECT_EQ(cu(ctx->load_module(c.result.image.data(), m)), CUDA_SUCCESS);
+}
+
+TEST_F(MockCompileCache, MultiProcessSharedCacheStaysConsistent) {
+  // Several processes compile the same program into one empty cache at once.
+  constexpr int kProcs = 4;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kProcs; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto b = make_backend(config());
+      be::CompileRequest r;
+      r.source = kSaxpy;
+      r.name = "saxpy.cu";
+      be::CompileResult res;
+      const bool ok = b->compiler()->compile(r, res).ok() && res.success;
+      std::_Exit(ok ? 0 : 1);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t p : pids) {
+    int st = 0;
+    ASSERT_EQ(::waitpid(p, &st, 0), p);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  std::size_t entries = 0, temps = 0;
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    entries += e.path().extension() == ".cmx";
+    temps += e.path().string().find(".tmp.") != std::string::npos;
+  }
+  EXPECT_EQ(entries, 1u);
+  EXPECT_EQ(temps, 0u);
+  auto c = compile(kSaxpy, {}, {}, {}, "saxpy.cu");  // served from the shared entry
+  ASSERT_TRUE(c.result.success);
+  std::unique_ptr<be::Module> m;
+  ASSERT_EQ(cu(ctx->load_module(c.result.image.data(), m)), CUDA_SUCCESS);
+  EXPECT_NE(m->function("saxpy"), nullptr);
+}
+
+}  // namespace
+}  // namespace cudamux::mock::test
