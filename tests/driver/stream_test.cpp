@@ -303,27 +303,32 @@ TEST_F(Stream, LegacyWorkWaitsForBlockingStreams) {
 }
 
 TEST_F(Stream, LegacyWorkDoesNotWaitForNonBlockingStreams) {
+  // Probes are event records, not host functions: CUDA may run all host functions on one
+  // thread, so a blocked one would hold back every other.
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUevent probe = nullptr;
+  ASSERT_OK(cuEventCreate(&probe, CU_EVENT_DISABLE_TIMING));
   Gate gate;
-  std::atomic<int> calls{0};
   ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
-  ASSERT_OK(cuLaunchHostFunc(CU_STREAM_LEGACY, &count_call, &calls));
-  EXPECT_TRUE(eventually([&] { return calls.load() == 1; }))
+  ASSERT_OK(cuEventRecord(probe, CU_STREAM_LEGACY));
+  EXPECT_TRUE(eventually([&] { return cuEventQuery(probe) == CUDA_SUCCESS; }))
       << "legacy-stream work waited for a non-blocking stream";
   EXPECT_CU(CUDA_ERROR_NOT_READY, cuStreamQuery(s));
+  gate.release();
+  ASSERT_OK(cuStreamSynchronize(s));
   // And work on the non-blocking stream does not wait for the legacy stream either.
   Gate legacy_gate;
-  std::atomic<int> after{0};
   ASSERT_OK(cuLaunchHostFunc(CU_STREAM_LEGACY, &Gate::block, &legacy_gate));
-  gate.release();
-  ASSERT_OK(cuLaunchHostFunc(s, &count_call, &after));
-  EXPECT_TRUE(eventually([&] { return after.load() == 1; }))
+  ASSERT_OK(cuEventRecord(probe, s));
+  EXPECT_TRUE(eventually([&] { return cuEventQuery(probe) == CUDA_SUCCESS; }))
       << "non-blocking-stream work waited for the legacy stream";
+  EXPECT_CU(CUDA_ERROR_NOT_READY, cuStreamQuery(CU_STREAM_LEGACY));
   legacy_gate.release();
   ASSERT_OK(cuCtxSynchronize());
   EXPECT_FALSE(gate.timed_out);
   EXPECT_FALSE(legacy_gate.timed_out);
+  EXPECT_OK(cuEventDestroy_v2(probe));
   EXPECT_OK(cuStreamDestroy_v2(s));
 }
 
@@ -361,22 +366,34 @@ TEST_F(Stream, DestroyedBlockingStreamStillOrdersLaterLegacyWork) {
 }
 
 TEST_F(Stream, ManyDestroyedStreamsWithPendingWork) {
-  // Streams retired with pending work are freed later; none of their work is lost.
+  // Streams retired with pending work are freed later; none of their work is lost. Half are
+  // blocked behind a gate; the other half must complete meanwhile (probed by events, as
+  // CUDA may serialise host functions).
   Gate gate;
   std::atomic<int> calls{0};
+  std::vector<CUevent> probes;
   for (int i = 0; i < 32; ++i) {
     CUstream s = nullptr;
     ASSERT_OK(cuStreamCreate(&s, i % 2 ? CU_STREAM_NON_BLOCKING : 0));
     if (i < 16) {
       ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
+      ASSERT_OK(cuLaunchHostFunc(s, &count_call, &calls));
+    } else {
+      CUevent e = nullptr;
+      ASSERT_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+      ASSERT_OK(cuEventRecord(e, s));
+      probes.push_back(e);
     }
-    ASSERT_OK(cuLaunchHostFunc(s, &count_call, &calls));
     ASSERT_OK(cuStreamDestroy_v2(s));
   }
-  EXPECT_TRUE(eventually([&] { return calls.load() == 16; })) << "the ungated streams ran";
+  for (CUevent e : probes)
+    EXPECT_TRUE(eventually([&] { return cuEventQuery(e) == CUDA_SUCCESS; }))
+        << "an ungated stream stalled";
+  EXPECT_EQ(calls.load(), 0);
   gate.release();
   ASSERT_OK(cuCtxSynchronize());
-  EXPECT_EQ(calls.load(), 32);
+  EXPECT_EQ(calls.load(), 16);
+  for (CUevent e : probes) EXPECT_OK(cuEventDestroy_v2(e));
 }
 
 // --- cross-stream waits ---
@@ -489,8 +506,11 @@ TEST_F(Stream, WaitingOnANeverRecordedEventIsANoOp) {
   ASSERT_OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
   ASSERT_OK(cuLaunchHostFunc(other, &Gate::block, &gate));
   ASSERT_OK(cuEventRecord(e, other));
-  ASSERT_OK(cuLaunchHostFunc(s, &count_call, &calls));
-  EXPECT_TRUE(eventually([&] { return calls.load() == 2; }));
+  CUevent probe = nullptr;  // an event, not a host function: CUDA may serialise those
+  ASSERT_OK(cuEventCreate(&probe, CU_EVENT_DISABLE_TIMING));
+  ASSERT_OK(cuEventRecord(probe, s));
+  EXPECT_TRUE(eventually([&] { return cuEventQuery(probe) == CUDA_SUCCESS; }));
+  EXPECT_OK(cuEventDestroy_v2(probe));
   gate.release();
   ASSERT_OK(cuCtxSynchronize());
   EXPECT_OK(cuEventDestroy_v2(e));
