@@ -64,7 +64,7 @@ CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out
   ctx->primary = primary;
   ctx->id = core.next_context_id.fetch_add(1);
   default_limits(*ctx);
-  if (auto st = core.backend().open_context(device, flags, ctx->impl); !st.ok())
+  if (auto st = core.backend().open_context(core.backend_ordinal(device), flags, ctx->impl); !st.ok())
     return core.map(st, "context creation");
   if (CUresult r = make_stream(*ctx, StreamKind::legacy, 0, 0, ctx->legacy)) return r;
   Context* raw = ctx.release();

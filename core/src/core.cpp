@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <utility>
 
 #include "cudamux/api_support.hpp"
 #include "cudamux/config.hpp"
+#include "cudamux/cuda_env.hpp"  // issue 8
 #include "cudamux/enum_policy.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/plugin_loader.hpp"
@@ -134,6 +136,9 @@ CUresult Core::do_load_backend() {
     plugins::LoadedBackend loaded = plugins::load_backend(settings, logger_);
     backend_ = loaded.backend;
     logger_->info("backend '{}' from {} ({})", loaded.name, loaded.file, loaded.reason);
+    backend_name_ = loaded.name;  // issue 8: for cudamux-info (cuda_env::loaded_backend)
+    backend_file_ = loaded.file;
+    backend_reason_ = loaded.reason;
   } catch (const plugins::PluginError& e) {
     logger_->error("cuInit failed: {}", e.what());
     return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
@@ -144,17 +149,51 @@ CUresult Core::do_load_backend() {
 CUresult Core::do_initialize() {
   if (CUresult r = load_backend(); r != CUDA_SUCCESS) return r;
   const int count = backend_->devices().count();
+  std::vector<backend::DeviceProperties> props(static_cast<std::size_t>(std::max(count, 0)));
+  std::vector<cuda_env::DeviceFacts> facts(props.size());
   for (int i = 0; i < count; ++i) {
-    auto state = std::make_unique<DeviceState>();
-    if (auto st = backend_->devices().properties(i, state->props); !st.ok()) {
+    auto& p = props[static_cast<std::size_t>(i)];
+    if (auto st = backend_->devices().properties(i, p); !st.ok()) {
       logger_->error("cuInit failed: device {} of backend '{}' did not report its properties", i,
                      backend_->name());
       return map(st, "cuInit");
     }
+    auto& f = facts[static_cast<std::size_t>(i)];
+    f = {p.uuid, p.pci_domain, p.pci_bus, p.pci_device, p.cc_major, p.cc_minor, 0};
+    int sms = 0, clock = 0;
+    if (backend_->devices().attribute(i, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sms).ok() &&
+        backend_->devices().attribute(i, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, clock).ok())
+      f.speed = 1LL * sms * clock;
+  }
+  // issue 8: CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES decide which backend devices the
+  // program sees and their CUDA ordinals (Core::backend_ordinal maps them back).
+  cuda_env::Selection sel =
+      cuda_env::select_devices(facts, std::getenv("CUDA_VISIBLE_DEVICES"), std::getenv("CUDA_DEVICE_ORDER"));
+  for (const std::string& note : sel.notes) logger_->warn("{}", note);
+  selection_notes_ = std::move(sel.notes);
+  for (const int b : sel.backend_ordinals) {
+    auto state = std::make_unique<DeviceState>();
+    state->props = props[static_cast<std::size_t>(b)];
+    state->backend_ordinal = b;
+    logger_->debug("device {} is backend '{}' device {} ({}, {} order)", devices_.size(), backend_->name(), b,
+                   state->props.name, sel.order);
     devices_.push_back(std::move(state));
+  }
+  launch_blocking_ = cuda_env::launch_blocking(std::getenv("CUDA_LAUNCH_BLOCKING"));
+  if (launch_blocking_) logger_->info("CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel");
+  const char* loading = std::getenv("CUDA_MODULE_LOADING");
+  if (auto mode = cuda_env::module_loading(loading)) {
+    module_loading_ = *mode == cuda_env::ModuleLoading::eager ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+  } else {
+    logger_->warn("CUDA_MODULE_LOADING='{}' is neither LAZY nor EAGER; using LAZY", loading);
   }
   if (count == 0) {
     logger_->warn("backend '{}' reports no devices", backend_->name());
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  if (devices_.empty()) {
+    logger_->warn("CUDA_VISIBLE_DEVICES='{}' hides all {} device(s) of backend '{}'",
+                  std::getenv("CUDA_VISIBLE_DEVICES"), count, backend_->name());
     return CUDA_ERROR_NO_DEVICE;
   }
   return CUDA_SUCCESS;
@@ -297,3 +336,33 @@ CUresult cuDriverGetVersion(int* driverVersion) {
 }
 
 }  // namespace cudamux::impl
+
+// --- issue 8: what cudamux-info reports (cudamux/cuda_env.hpp) ---
+namespace cudamux::core {
+struct Diagnostics {
+  static std::optional<cuda_env::BackendChoice> backend() {
+    Core& c = Core::get();
+    std::lock_guard lock(c.backend_mutex_);
+    if (!c.backend_) return std::nullopt;
+    return cuda_env::BackendChoice{c.backend_name_, c.backend_file_, c.backend_reason_};
+  }
+  static std::vector<int> ordinals() {
+    Core& c = Core::get();
+    std::lock_guard lock(c.init_mutex_);
+    std::vector<int> out;
+    for (const auto& d : c.devices_) out.push_back(d->backend_ordinal);
+    return out;
+  }
+  static std::vector<std::string> notes() {
+    Core& c = Core::get();
+    std::lock_guard lock(c.init_mutex_);
+    return c.selection_notes_;
+  }
+};
+}  // namespace cudamux::core
+
+namespace cudamux::cuda_env {
+std::optional<BackendChoice> loaded_backend() { return core::Diagnostics::backend(); }
+std::vector<int> visible_backend_ordinals() { return core::Diagnostics::ordinals(); }
+std::vector<std::string> selection_notes() { return core::Diagnostics::notes(); }
+}  // namespace cudamux::cuda_env

@@ -122,6 +122,7 @@ struct PrimaryContext {
 struct DeviceState {
   backend::DeviceProperties props;
   PrimaryContext primary;
+  int backend_ordinal = 0;  // issue 8: CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER may renumber
 };
 
 class Core {
@@ -139,6 +140,15 @@ class Core {
   spdlog::logger& log() noexcept { return *logger_; }
   [[nodiscard]] int device_count() const noexcept { return static_cast<int>(devices_.size()); }
   DeviceState& device(int ordinal) noexcept { return *devices_[static_cast<std::size_t>(ordinal)]; }
+  // issue 8: the program's (CUDA) ordinals are not the backend's once CUDA_VISIBLE_DEVICES or
+  // CUDA_DEVICE_ORDER applies. Every ordinal handed to the backend goes through this.
+  // Negative values (host memory in CopyDesc) pass through.
+  [[nodiscard]] int backend_ordinal(int ordinal) const noexcept {
+    return ordinal < 0 ? ordinal : devices_[static_cast<std::size_t>(ordinal)]->backend_ordinal;
+  }
+  // issue 8: CUDA_LAUNCH_BLOCKING=1 and CUDA_MODULE_LOADING, read at cuInit.
+  [[nodiscard]] bool launch_blocking() const noexcept { return launch_blocking_; }
+  [[nodiscard]] CUmoduleLoadingMode module_loading() const noexcept { return module_loading_; }
   [[nodiscard]] bool valid_device(CUdevice dev) const noexcept {
     return dev >= 0 && dev < static_cast<int>(devices_.size());
   }
@@ -182,6 +192,12 @@ class Core {
   backend::Backend* backend_ = nullptr;
   std::shared_ptr<spdlog::logger> logger_;
   std::vector<std::unique_ptr<DeviceState>> devices_;
+  // issue 8 (cuda_env.hpp): CUDA's environment variables and what cudamux-info reports.
+  bool launch_blocking_ = false;
+  CUmoduleLoadingMode module_loading_ = CU_MODULE_LAZY_LOADING;
+  std::string backend_name_, backend_file_, backend_reason_;
+  std::vector<std::string> selection_notes_;
+  friend struct Diagnostics;
 };
 
 // --- helpers shared by the API implementation files ---

@@ -22,7 +22,7 @@ CUresult check_device(CUdevice dev, const char* fn) {
 }
 int attribute_or(CUdevice dev, CUdevice_attribute attr, int fallback) {
   int v = 0;
-  return Core::get().backend().devices().attribute(dev, attr, v).ok() ? v : fallback;
+  return Core::get().backend().devices().attribute(Core::get().backend_ordinal(dev), attr, v).ok() ? v : fallback;
 }
 }  // namespace
 
@@ -82,7 +82,7 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
   if (static_cast<int>(attrib) <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute", "unknown attribute");
   Core& core = Core::get();
-  const auto st = core.backend().devices().attribute(dev, attrib, *pi);
+  const auto st = core.backend().devices().attribute(core.backend_ordinal(dev), attrib, *pi);
   if (st.native == core.backend().errors().not_supported().native)
     // An attribute CUDA defines but the backend cannot answer: an argument we
     // cannot honour, never an invented value.
@@ -163,7 +163,8 @@ CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDe
   if (!canAccessPeer) return reject(CUDA_ERROR_INVALID_VALUE, "cuDeviceCanAccessPeer", "null out-pointer");
   if (CUresult r = check_device(dev, "cuDeviceCanAccessPeer")) return r;
   if (CUresult r = check_device(peerDev, "cuDeviceCanAccessPeer")) return r;
-  *canAccessPeer = dev != peerDev && Core::get().backend().devices().can_access_peer(dev, peerDev);
+  *canAccessPeer = dev != peerDev && Core::get().backend().devices().can_access_peer(
+                                         Core::get().backend_ordinal(dev), Core::get().backend_ordinal(peerDev));
   return CUDA_SUCCESS;
 }
 

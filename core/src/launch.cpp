@@ -175,7 +175,12 @@ CUresult launch(const LaunchRequest& q) {
   desc.args = total ? buf : nullptr;
   desc.args_size = total;
   desc.cooperative = q.cooperative;
-  return Core::get().map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn);
+  Core& core = Core::get();
+  const CUresult r = core.map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn);
+  if (r != CUDA_SUCCESS || !core.launch_blocking()) return r;
+  // issue 8: CUDA_LAUNCH_BLOCKING=1: the launch waits for its kernel, so the kernel's own errors
+  // (assert, illegal address) surface here, and stick to the context as they would later.
+  return note_sticky(*s->ctx, core.map(s->queue->synchronize(), fn));
 }
 
 CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra, bool per_thread) {

@@ -101,8 +101,8 @@ CUresult copy_linear(std::uintptr_t dst, bool dst_device, std::uintptr_t src, bo
   desc.src = reinterpret_cast<const void*>(src);
   desc.dst_kind = d.kind;
   desc.src_kind = sr.kind;
-  desc.dst_device = d.device;
-  desc.src_device = sr.device;
+  desc.dst_device = Core::get().backend_ordinal(d.device);  // issue 8: backend numbering
+  desc.src_device = Core::get().backend_ordinal(sr.device);
   desc.width_bytes = bytes;
   desc.dst_pitch = desc.src_pitch = bytes;
   desc.dst_slice = desc.src_slice = bytes;
@@ -161,8 +161,8 @@ CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, st
   d.src = reinterpret_cast<const void*>(ss.addr);
   d.dst_kind = ds.kind;
   d.src_kind = ss.kind;
-  d.dst_device = ds.device;
-  d.src_device = ss.device;
+  d.dst_device = Core::get().backend_ordinal(ds.device);  // issue 8: backend numbering
+  d.src_device = Core::get().backend_ordinal(ss.device);
   d.width_bytes = width;
   d.height = height;
   d.depth = depth;
@@ -301,7 +301,7 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   if (!free || !total) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemGetInfo", "null out-pointer");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
-  return Core::get().map(Core::get().backend().devices().memory_info(ctx->device, *free, *total), "cuMemGetInfo");
+  return Core::get().map(Core::get().backend().devices().memory_info(Core::get().backend_ordinal(ctx->device), *free, *total), "cuMemGetInfo");
 }
 
 CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {

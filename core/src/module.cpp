@@ -288,7 +288,7 @@ CUresult note_sticky(Context& ctx, CUresult r) noexcept {
 int device_attribute_or(int ordinal, CUdevice_attribute attr, int fallback) noexcept {
   int v = 0;
   try {
-    if (Core::get().backend().devices().attribute(ordinal, attr, v).ok()) return v;
+    if (Core::get().backend().devices().attribute(Core::get().backend_ordinal(ordinal), attr, v).ok()) return v;
   } catch (...) {
   }
   return fallback;
@@ -420,7 +420,9 @@ CUresult cuModuleUnload(CUmodule hmod) {
 
 CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   if (!mode) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetLoadingMode", "null out-pointer");
-  *mode = CU_MODULE_EAGER_LOADING;  // every module is loaded whole by cuModuleLoad*
+  // issue 8: CUDA_MODULE_LOADING as read at cuInit (LAZY by default, as CUDA since 12.2). Modules
+  // are loaded whole either way; the mode only changes what the program is told.
+  *mode = Core::get().module_loading();
   return CUDA_SUCCESS;
 }
 
