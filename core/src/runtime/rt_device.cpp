@@ -269,6 +269,8 @@ cudaError_t cudaDeviceReset() {
   // next runtime call on any thread creates it anew.
   if (const CUresult r = drv::cuDevicePrimaryCtxReset_v2(device)) return map(r);
   after_reset(device);
+  // The sticky error this thread recorded died with the context.
+  if (is_sticky(detail::t_state.last_error)) detail::t_state.last_error = cudaSuccess;
   {
     std::lock_guard lock(g_peer_mutex);
     std::erase_if(peers(), [](const auto& p) { return !core::context_of(p.first); });

@@ -49,6 +49,9 @@ cudaError_t primary_context(int device, CUcontext& out) noexcept;
 // cudaDeviceReset's bookkeeping after the primary context of `device` was reset.
 void after_reset(int device) noexcept;
 
+// Errors after which a context is unusable until cudaDeviceReset (CUDA's sticky set).
+bool is_sticky(cudaError_t e) noexcept;
+
 // Sticky error of a device (cudaSuccess when none).
 cudaError_t sticky_error(int device) noexcept;
 void clear_sticky(int device) noexcept;

@@ -50,14 +50,44 @@ cudaError_t check_kind(void* dst, const void* src, cudaMemcpyKind kind, const ch
   return cudaSuccess;
 }
 
+// The driver entry point for the sides' kinds, so device sides get the driver's bounds
+// checks against their allocation (cuMemcpy would take an out-of-range device pointer
+// for host memory).
 cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, cudaStream_t stream,
                  bool async, bool pt, const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = check_kind(dst, src, kind, fn)) return e;
-  if (count == 0) return cudaSuccess;
-  if (!async) return map(pt ? drv::cuMemcpy_ptds(dptr(dst), dptr(src), count) : drv::cuMemcpy(dptr(dst), dptr(src), count));
-  return map(pt ? drv::cuMemcpyAsync_ptsz(dptr(dst), dptr(src), count, stream)
-                : drv::cuMemcpyAsync(dptr(dst), dptr(src), count, stream));
+  if (count == 0 && !async) return cudaSuccess;
+  const bool dd = classify(dst) != Mem::pageable, sd = classify(src) != Mem::pageable;
+  const CUdeviceptr d = dptr(dst), s = dptr(src);
+  if (!async) {
+    if (dd && sd) return map(pt ? drv::cuMemcpyDtoD_v2_ptds(d, s, count) : drv::cuMemcpyDtoD_v2(d, s, count));
+    if (dd) return map(pt ? drv::cuMemcpyHtoD_v2_ptds(d, src, count) : drv::cuMemcpyHtoD_v2(d, src, count));
+    if (sd) return map(pt ? drv::cuMemcpyDtoH_v2_ptds(dst, s, count) : drv::cuMemcpyDtoH_v2(dst, s, count));
+    return map(pt ? drv::cuMemcpy_ptds(d, s, count) : drv::cuMemcpy(d, s, count));
+  }
+  if (dd && sd)
+    return map(pt ? drv::cuMemcpyDtoDAsync_v2_ptsz(d, s, count, stream) : drv::cuMemcpyDtoDAsync_v2(d, s, count, stream));
+  if (dd)
+    return map(pt ? drv::cuMemcpyHtoDAsync_v2_ptsz(d, src, count, stream)
+                  : drv::cuMemcpyHtoDAsync_v2(d, src, count, stream));
+  if (sd)
+    return map(pt ? drv::cuMemcpyDtoHAsync_v2_ptsz(dst, s, count, stream)
+                  : drv::cuMemcpyDtoHAsync_v2(dst, s, count, stream));
+  return map(pt ? drv::cuMemcpyAsync_ptsz(d, s, count, stream) : drv::cuMemcpyAsync(d, s, count, stream));
+}
+
+// Sets one side of a CUDA_MEMCPY2D/3D: device-accessible memory as a device pointer (the
+// driver checks it against its allocation), anything else as host memory.
+template <class P>
+void set_side(const void* ptr, CUmemorytype& type, CUdeviceptr& device, P& host) noexcept {
+  if (classify(ptr) != Mem::pageable) {
+    type = CU_MEMORYTYPE_DEVICE;
+    device = dptr(ptr);
+  } else {
+    type = CU_MEMORYTYPE_HOST;
+    host = ptr;
+  }
 }
 
 cudaError_t copy_2d(void* dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
@@ -66,13 +96,14 @@ cudaError_t copy_2d(void* dst, std::size_t dpitch, const void* src, std::size_t 
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = check_kind(dst, src, kind, fn)) return e;
   if (width > dpitch || width > spitch) return reject(cudaErrorInvalidPitchValue, fn, "width exceeds a pitch");
-  if (width == 0 || height == 0) return cudaSuccess;
+  if ((width == 0 || height == 0) && !async) return cudaSuccess;
   CUDA_MEMCPY2D p;
   std::memset(&p, 0, sizeof p);
-  p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-  p.srcDevice = dptr(src);
+  set_side(src, p.srcMemoryType, p.srcDevice, p.srcHost);
+  const void* dst_host = nullptr;
+  set_side(dst, p.dstMemoryType, p.dstDevice, dst_host);
+  p.dstHost = const_cast<void*>(dst_host);
   p.srcPitch = spitch;
-  p.dstDevice = dptr(dst);
   p.dstPitch = dpitch;
   p.WidthInBytes = width;
   p.Height = height;
@@ -88,14 +119,15 @@ cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async,
   if (cudaError_t e = check_kind(p->dstPtr.ptr, p->srcPtr.ptr, p->kind, fn)) return e;
   CUDA_MEMCPY3D d;
   std::memset(&d, 0, sizeof d);
-  d.srcMemoryType = d.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-  d.srcDevice = dptr(p->srcPtr.ptr);
+  set_side(p->srcPtr.ptr, d.srcMemoryType, d.srcDevice, d.srcHost);
+  const void* dst_host = nullptr;
+  set_side(p->dstPtr.ptr, d.dstMemoryType, d.dstDevice, dst_host);
+  d.dstHost = const_cast<void*>(dst_host);
   d.srcPitch = p->srcPtr.pitch;
   d.srcHeight = p->srcPtr.ysize;
   d.srcXInBytes = p->srcPos.x;  // without arrays, positions and widths are in bytes
   d.srcY = p->srcPos.y;
   d.srcZ = p->srcPos.z;
-  d.dstDevice = dptr(p->dstPtr.ptr);
   d.dstPitch = p->dstPtr.pitch;
   d.dstHeight = p->dstPtr.ysize;
   d.dstXInBytes = p->dstPos.x;
@@ -114,7 +146,7 @@ cudaError_t memset_2d(void* p, std::size_t pitch, int value, std::size_t width, 
                       cudaStream_t stream, bool async, bool pt, const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
   if (width > pitch && height > 1) return reject(cudaErrorInvalidValue, fn, "width exceeds the pitch");
-  if (width == 0 || height == 0) return cudaSuccess;
+  if ((width == 0 || height == 0) && !async) return cudaSuccess;
   const auto v = static_cast<unsigned char>(value);
   if (!async)
     return map(pt ? drv::cuMemsetD2D8_v2_ptds(dptr(p), pitch, v, width, height)
@@ -145,7 +177,7 @@ cudaError_t memset_3d(cudaPitchedPtr ptr, int value, cudaExtent extent, cudaStre
 
 cudaError_t memset_1d(void* p, int value, std::size_t count, cudaStream_t stream, bool async, bool pt) noexcept {
   if (cudaError_t e = enter()) return e;
-  if (count == 0) return cudaSuccess;
+  if (count == 0 && !async) return cudaSuccess;  // async: the driver still checks the stream
   const auto v = static_cast<unsigned char>(value);
   if (!async) return map(pt ? drv::cuMemsetD8_v2_ptds(dptr(p), v, count) : drv::cuMemsetD8_v2(dptr(p), v, count));
   return map(pt ? drv::cuMemsetD8Async_ptsz(dptr(p), v, count, stream) : drv::cuMemsetD8Async(dptr(p), v, count, stream));

@@ -37,27 +37,6 @@ std::array<RtDevice, kMaxDevices>& rt_devices() noexcept {
   return *devices;
 }
 
-// Errors after which a context is unusable until cudaDeviceReset (CUDA's sticky set).
-bool is_sticky(cudaError_t e) noexcept {
-  switch (e) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorLaunchFailure:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorAssert:
-    case cudaErrorContained:
-    case cudaErrorTensorMemoryLeak:
-      return true;
-    default:
-      return false;
-  }
-}
-
 struct ErrorName {
   int value;
   const char* name;
@@ -129,6 +108,27 @@ const char* error_name(cudaError_t e) noexcept {
 }
 
 }  // namespace
+
+// Errors after which a context is unusable until cudaDeviceReset (CUDA's sticky set).
+bool is_sticky(cudaError_t e) noexcept {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorAssert:
+    case cudaErrorContained:
+    case cudaErrorTensorMemoryLeak:
+      return true;
+    default:
+      return false;
+  }
+}
 
 cudaError_t to_runtime(CUresult result) noexcept {
   const auto it = std::lower_bound(std::begin(kErrorMap), std::end(kErrorMap), result,
