@@ -53,7 +53,8 @@ TEST_F(Pointer, DeviceMemory) {
   EXPECT_NE(get<unsigned long long>(CU_POINTER_ATTRIBUTE_BUFFER_ID, q), id_p);
   const auto block_p = get<unsigned long long>(CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, p);
   EXPECT_EQ(get<unsigned long long>(CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, p + 500), block_p);
-  EXPECT_NE(get<unsigned long long>(CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, q), block_p);
+  // No EXPECT_NE against q: NVIDIA sub-allocates small allocations from one physical block
+  // (seen on driver 580: p and q shared block id), so distinct ids are not promised.
   // Device memory has no host address.
   void* host = nullptr;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
