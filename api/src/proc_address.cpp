@@ -7,8 +7,10 @@
 //    variant where one exists at that version, and is ignored otherwise;
 //    CU_GET_PROC_ADDRESS_DEFAULT and CU_GET_PROC_ADDRESS_LEGACY_STREAM pick legacy;
 //  - unknown name -> CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, known name but every variant
-//    newer than requested -> CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT; both return
-//    CUDA_ERROR_NOT_FOUND with *pfn = NULL;
+//    newer than requested -> CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, *pfn = NULL. With a
+//    status out-pointer (cuGetProcAddress_v2) the call itself succeeds and the status
+//    carries the answer, as NVIDIA's driver 580 does (tests/driver/oracle); without one
+//    (cuGetProcAddress) CUDA_ERROR_NOT_FOUND is the only way to say it;
 //  - not-supported functions still resolve (to their stub), so callers get a clean
 //    CUDA_ERROR_NOT_SUPPORTED at call time rather than a NULL they may not check.
 
@@ -49,8 +51,9 @@ CUresult lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
   const auto lo = std::lower_bound(std::begin(kProcs), std::end(kProcs), name, name_less);
   const auto hi = std::upper_bound(lo, std::end(kProcs), name, less_name);
   if (lo == hi) {
-    if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    return CUDA_ERROR_NOT_FOUND;
+    if (status == nullptr) return CUDA_ERROR_NOT_FOUND;
+    *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
   }
   // Rows of one name are sorted by version: the last one <= requested of each kind wins.
   // The generator checks that the newest per-thread row is always the twin of the
@@ -62,8 +65,9 @@ CUresult lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
   }
   const ProcEntry* hit = ((flags & kPerThread) != 0 && per_thread != nullptr) ? per_thread : legacy;
   if (hit == nullptr) {
-    if (status != nullptr) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-    return CUDA_ERROR_NOT_FOUND;
+    if (status == nullptr) return CUDA_ERROR_NOT_FOUND;
+    *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    return CUDA_SUCCESS;
   }
   *pfn = hit->fn;
   if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
