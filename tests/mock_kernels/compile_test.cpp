@@ -215,7 +215,7 @@ TEST_F(MockCompile, FmadFalseKeepsMultiplyAndAddSeparate) {
   const char* src = R"(
 extern "C" __global__ void k(const float* in, float* out) { out[0] = in[0] * in[1] + in[2]; }
 )";
-  const float in[3] = {1.0f + 1.0f / 4096, 1.0f - 1.0f / 4096, -1.0f};
+  const float in[3] = {1.0f + 1.0f / 4096, 1.0f + 1.0f / 4096, -(1.0f + 1.0f / 2048)};
   const float separate = [&] {
     volatile float p = in[0] * in[1];
     return p + in[2];
@@ -293,13 +293,16 @@ TEST_F(MockCompileCache, MultiProcessSharedCacheStaysConsistent) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      auto b = make_backend(config());
+      auto created_here = create_backend(config());  // keeps its log stream alive
+      auto& b = created_here.backend;
+      if (!b) std::_Exit(2);
       be::CompileRequest r;
       r.source = kSaxpy;
       r.name = "saxpy.cu";
       be::CompileResult res;
-      const bool ok = b->compiler()->compile(r, res).ok() && res.success;
-      std::_Exit(ok ? 0 : 1);
+      const auto st = b->compiler()->compile(r, res);
+      if (!st.ok() || !res.success) std::fprintf(stderr, "child: %d %s\n", st.native, res.log.c_str());
+      std::_Exit(st.ok() && res.success ? 0 : 1);
     }
     pids.push_back(pid);
   }

@@ -571,6 +571,9 @@ DeviceFiles device_files() {
       const fs::path root = plugin.parent_path().parent_path();  // lib/cudamux
       f.include_dir = (root / "mock-include").string();
       f.lib_dir = root.string();
+      struct stat st {};
+      if (::stat(plugin.c_str(), &st) == 0)
+        f.plugin_identity = plugin.string() + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
     }
     return f;
   }();
@@ -640,6 +643,7 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   h.add("cudamux-mock-cache-v1");
   h.add(std::to_string(CUDAMUX_DEVICE_ABI));
   h.add(compiler_identity(settings_.compiler));
+  h.add(files.plugin_identity);  // our own code (registration, lowered names) changes too
   h.add(prelude_identity(files.include_dir));
   h.add(name);
   h.add(request.source);

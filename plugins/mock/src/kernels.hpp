@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,7 @@ inline constexpr int kDefaultArch = 90;
 struct DeviceFiles {
   std::string include_dir;  // lib/cudamux/mock-include
   std::string lib_dir;      // lib/cudamux (libcudamux-device.so)
+  std::string plugin_identity;  // path, size and mtime of the plugin (part of cache keys)
 };
 DeviceFiles device_files();
 
@@ -70,6 +72,7 @@ struct LoadedObject {
   std::uintptr_t base = 0;  // load address, to tell the module's symbols from its dependencies'
   int arch = kDefaultArch;
   int fd = -1;  // the memfd holding the shared object
+  std::map<std::uintptr_t, std::string> symbols;  // .symtab: offset from base -> name
   ~LoadedObject();
 };
 

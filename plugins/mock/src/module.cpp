@@ -43,6 +43,38 @@ bool decode_base64(const char* p, std::string& out) {
   return true;
 }
 
+// Symbol names by address offset from the object's full symbol table (.symtab): kernels in
+// anonymous namespaces or declared static have internal linkage and are not in .dynsym, so
+// dladdr cannot name them.
+std::map<std::uintptr_t, std::string> symbol_table(const std::string& so) {
+  std::map<std::uintptr_t, std::string> names;
+  if (so.size() < sizeof(ElfW(Ehdr))) return names;
+  ElfW(Ehdr) eh;
+  std::memcpy(&eh, so.data(), sizeof eh);
+  if (eh.e_shentsize != sizeof(ElfW(Shdr)) || eh.e_shoff == 0 ||
+      eh.e_shoff + std::uint64_t{eh.e_shnum} * sizeof(ElfW(Shdr)) > so.size())
+    return names;
+  std::vector<ElfW(Shdr)> sh(eh.e_shnum);
+  std::memcpy(sh.data(), so.data() + eh.e_shoff, sh.size() * sizeof(ElfW(Shdr)));
+  for (const auto& s : sh) {
+    if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size() || s.sh_entsize != sizeof(ElfW(Sym))) continue;
+    const auto& str = sh[s.sh_link];
+    if (s.sh_offset + s.sh_size > so.size() || str.sh_offset + str.sh_size > so.size()) continue;
+    for (std::uint64_t off = 0; off + sizeof(ElfW(Sym)) <= s.sh_size; off += sizeof(ElfW(Sym))) {
+      ElfW(Sym) sym;
+      std::memcpy(&sym, so.data() + s.sh_offset + off, sizeof sym);
+      const auto type = ELF64_ST_TYPE(sym.st_info);
+      if ((type != STT_FUNC && type != STT_OBJECT) || sym.st_value == 0 || sym.st_name >= str.sh_size) continue;
+      const char* name = so.data() + str.sh_offset + sym.st_name;
+      const std::size_t len = ::strnlen(name, str.sh_size - sym.st_name);
+      auto& slot = names[sym.st_value];
+      // Prefer the global name when an address has several (aliases).
+      if (slot.empty() || ELF64_ST_BIND(sym.st_info) == STB_GLOBAL) slot.assign(name, len);
+    }
+  }
+  return names;
+}
+
 class MockModule final : public be::Module {
  public:
   MockModule(std::shared_ptr<LoadedObject> object) : object_(std::move(object)) {
@@ -51,9 +83,14 @@ class MockModule final : public be::Module {
     for (unsigned i = 0; i < d->num_kernels; ++i) {
       const cudamux_kernel_desc* k = d->kernels[i];
       if (k == nullptr || k->fn == nullptr) continue;
-      Dl_info info{};
-      const char* sym = ::dladdr(k->fn, &info) != 0 ? info.dli_sname : nullptr;
-      const std::string name = sym != nullptr ? sym : "";
+      std::string name;
+      const auto at = object_->symbols.find(reinterpret_cast<std::uintptr_t>(k->fn) - object_->base);
+      if (at != object_->symbols.end()) {
+        name = at->second;
+      } else {
+        Dl_info info{};
+        if (::dladdr(k->fn, &info) != 0 && info.dli_sname != nullptr) name = info.dli_sname;
+      }
       if (k->name_expression != nullptr) expressions_[k->name_expression] = name;
       if (k->loop == nullptr || name.empty()) continue;  // a variable's name expression
       auto it = by_address.find(k->fn);
@@ -221,6 +258,7 @@ be::Status load_module_image(const void* image, spdlog::logger& log,
   object->arch = arch;
   link_map* map = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) object->base = map->l_addr;
+  object->symbols = symbol_table(so);
   auto fn = reinterpret_cast<cudamux_module_fn>(::dlsym(handle, CUDAMUX_MODULE_SYMBOL));
   object->desc = fn != nullptr ? fn() : nullptr;
   if (object->desc == nullptr || object->desc->abi != CUDAMUX_DEVICE_ABI) {
