@@ -32,9 +32,13 @@ case $out in "consumer: ok: 1 device(s), device 0 is cudamux mock"*) ;; *) fail 
 # 2. pkg-config (no rpath: only `cudamux run` puts the moved lib/ first)
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 flags=$(pkg-config --cflags --libs cudamux-cuda cudamux-nvrtc) || fail "pkg-config"
-case $flags in *"$prefix/include"*"$prefix/lib"*|*"$prefix/lib"*"$prefix/include"*) ;;
-  *) case $flags in *moved/include*moved/lib*|*moved/lib*moved/include*) ;; *) fail "pkg-config flags '$flags' do not name the moved tree" ;; esac ;;
-esac
+real_prefix=$(cd "$prefix" && pwd -P)
+for f in $flags; do
+  case $f in
+    -I*) [ "$(cd "${f#-I}" && pwd -P)" = "$real_prefix/include" ] || fail "pkg-config: $f is not the moved include/" ;;
+    -L*) [ "$(cd "${f#-L}" && pwd -P)" = "$real_prefix/lib" ] || fail "pkg-config: $f is not the moved lib/" ;;
+  esac
+done
 # shellcheck disable=SC2086
 cc -std=c11 -o "$work/consumer-pc" "$src/examples/consumer/consumer.c" $flags || fail "build with pkg-config"
 out=$("$prefix/bin/cudamux" run -- "$work/consumer-pc") || fail "pkg-config consumer: $out"
