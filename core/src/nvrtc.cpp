@@ -364,6 +364,11 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* c
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   be::Backend& backend = *core::Core::get().backend_for_compilation();
+  // issue 8: slow operations are logged at info with their duration (a first compile that
+  // misses the backend's cache is the usual one).
+  if (ms > 1000.0)
+    log::get()->info("{}: program '{}' took {:.1f} s to compile on backend '{}'", fn, p.name, ms / 1000.0,
+                     backend.name());
   if (!status.ok()) {
     const std::string_view native = backend.errors().native_name(status.native);
     log::get()->error(
