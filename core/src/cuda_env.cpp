@@ -19,7 +19,8 @@ std::string_view trim(std::string_view s) {
 bool iequals_prefix(std::string_view text, std::string_view prefix) {
   if (prefix.size() > text.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != std::tolower(static_cast<unsigned char>(prefix[i])))
+    if (std::tolower(static_cast<unsigned char>(text[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i])))
       return false;
   }
   return true;
@@ -44,7 +45,8 @@ std::string uuid_string(const std::array<unsigned char, 16>& uuid) {
   return out;
 }
 
-Selection select_devices(const std::vector<DeviceFacts>& devices, const char* visible, const char* order) {
+Selection select_devices(const std::vector<DeviceFacts>& devices, const char* visible,
+                         const char* order) {
   Selection sel;
   std::vector<int> enumerated(devices.size());
   std::iota(enumerated.begin(), enumerated.end(), 0);
@@ -55,7 +57,8 @@ Selection select_devices(const std::vector<DeviceFacts>& devices, const char* vi
     std::stable_sort(enumerated.begin(), enumerated.end(), [&](int a, int b) {
       const DeviceFacts& x = devices[static_cast<std::size_t>(a)];
       const DeviceFacts& y = devices[static_cast<std::size_t>(b)];
-      return std::tie(x.pci_domain, x.pci_bus, x.pci_device) < std::tie(y.pci_domain, y.pci_bus, y.pci_device);
+      return std::tie(x.pci_domain, x.pci_bus, x.pci_device) <
+             std::tie(y.pci_domain, y.pci_bus, y.pci_device);
     });
   } else {
     if (!order_text.empty() && order_text != "FASTEST_FIRST") {
@@ -109,8 +112,8 @@ Selection select_devices(const std::vector<DeviceFacts>& devices, const char* vi
         chosen = enumerated[static_cast<std::size_t>(index)];
       }
     }
-    if (chosen >= 0 && std::find(sel.backend_ordinals.begin(), sel.backend_ordinals.end(), chosen) !=
-                           sel.backend_ordinals.end()) {
+    if (chosen >= 0 && std::find(sel.backend_ordinals.begin(), sel.backend_ordinals.end(),
+                                 chosen) != sel.backend_ordinals.end()) {
       why = "names a device already listed";
       chosen = -1;
     }

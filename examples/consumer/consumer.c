@@ -5,15 +5,15 @@
 #include <nvrtc.h>
 #include <stdio.h>
 
-#define CU(call)                                                  \
-  do {                                                            \
-    CUresult r_ = (call);                                         \
-    if (r_ != CUDA_SUCCESS) {                                     \
-      const char* n_ = NULL;                                      \
-      cuGetErrorName(r_, &n_);                                    \
-      fprintf(stderr, "%s failed: %s\n", #call, n_ ? n_ : "?");   \
-      return 1;                                                   \
-    }                                                             \
+#define CU(call)                                                \
+  do {                                                          \
+    CUresult r_ = (call);                                       \
+    if (r_ != CUDA_SUCCESS) {                                   \
+      const char* n_ = NULL;                                    \
+      cuGetErrorName(r_, &n_);                                  \
+      fprintf(stderr, "%s failed: %s\n", #call, n_ ? n_ : "?"); \
+      return 1;                                                 \
+    }                                                           \
   } while (0)
 
 int main(void) {

@@ -17,15 +17,18 @@ extern "C" __global__ void scale(float* data, unsigned long long n, float factor
 // backend's equivalent: cuModuleLoadData accepts what NVRTC returned).
 CUresult compile(CUdevice dev, std::vector<char>& image) {
   int major = 0, minor = 0;
-  if (CUresult r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) return r;
-  if (CUresult r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) return r;
+  if (CUresult r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+    return r;
+  if (CUresult r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+    return r;
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, kSource, "scale.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
     return CUDA_ERROR_INVALID_SOURCE;
   const std::string arch = "--gpu-architecture=compute_" + std::to_string(major * 10 + minor);
   const char* opts[] = {arch.c_str()};
   size_t size = 0;
-  const bool ok = nvrtcCompileProgram(prog, 1, opts) == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
+  const bool ok = nvrtcCompileProgram(prog, 1, opts) == NVRTC_SUCCESS &&
+                  nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
   if (ok) {
     image.resize(size);
     (void)nvrtcGetPTX(prog, image.data());

@@ -10,7 +10,8 @@ TEST(VecScale, ScalesEveryElement) {
   std::vector<float> v(1000);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
   ASSERT_EQ(vec_scale(v.data(), v.size(), 3.0f, 0), CUDA_SUCCESS);
-  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], 3.0f * static_cast<float>(i)) << "element " << i;
+  for (size_t i = 0; i < v.size(); ++i)
+    ASSERT_EQ(v[i], 3.0f * static_cast<float>(i)) << "element " << i;
 }
 
 TEST(VecScale, PartialLastBlockLeavesNothingOut) {
@@ -19,7 +20,9 @@ TEST(VecScale, PartialLastBlockLeavesNothingOut) {
   for (float x : v) ASSERT_EQ(x, -1.0f);
 }
 
-TEST(VecScale, RejectsNullData) { EXPECT_EQ(vec_scale(nullptr, 4, 1.0f, 0), CUDA_ERROR_INVALID_VALUE); }
+TEST(VecScale, RejectsNullData) {
+  EXPECT_EQ(vec_scale(nullptr, 4, 1.0f, 0), CUDA_ERROR_INVALID_VALUE);
+}
 
 TEST(VecScale, EmptyVectorIsANoOp) { EXPECT_EQ(vec_scale(nullptr, 0, 1.0f, 0), CUDA_SUCCESS); }
 

@@ -67,10 +67,10 @@ TEST(CudaVisibleDevices, UuidsAndUniquePrefixes) {
   EXPECT_EQ(sel(u1.c_str()), (V{1}));
   EXPECT_EQ(sel("GPU-3333"), (V{2}));
   EXPECT_EQ(sel("gpu-3333,GPU-1"), (V{2, 0}));
-  EXPECT_TRUE(sel("GPU-").empty());       // matches every device: ambiguous
-  EXPECT_TRUE(sel("GPU-4444").empty());   // matches none
+  EXPECT_TRUE(sel("GPU-").empty());      // matches every device: ambiguous
+  EXPECT_TRUE(sel("GPU-4444").empty());  // matches none
   EXPECT_EQ(sel("GPU-1111,GPU-9"), (V{0}));
-  EXPECT_TRUE(sel("MIG-1111").empty());   // no MIG instances on any backend
+  EXPECT_TRUE(sel("MIG-1111").empty());  // no MIG instances on any backend
 }
 
 TEST(CudaLaunchBlocking, OnlyOneSwitchesItOn) {

@@ -10,7 +10,9 @@ struct PluginHost;
 }  // namespace cudamux::backend
 
 #ifdef CUDAMUX_FAKE_WRONG_ABI
-extern "C" __attribute__((visibility("default"))) std::uint32_t cudamux_backend_abi_version() { return 999; }
+extern "C" __attribute__((visibility("default"))) std::uint32_t cudamux_backend_abi_version() {
+  return 999;
+}
 #endif
 extern "C" __attribute__((visibility("default"))) cudamux::backend::Backend* cudamux_backend_create(
     const cudamux::backend::PluginHost&, std::string& error) {

@@ -2,9 +2,8 @@
 // kernel compiled by NVRTC. Registered twice by CMakeLists.txt: with CUDA_LAUNCH_BLOCKING=1
 // and CUDA_MODULE_LOADING=EAGER, and with neither; each test reads which one it is in.
 #include <cuda.h>
-#include <nvrtc.h>
-
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <cstdlib>
 #include <string>
@@ -95,8 +94,8 @@ TEST_F(LaunchEnv, BlockingLaunchHasFinishedOnReturn) {
   int value = 42;
   void* args[] = {&dflag_, &value};
   ASSERT_EQ(cuLaunchKernel(marks_, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(flag_[0], 42);                      // written before the launch returned
-  EXPECT_EQ(cuStreamQuery(s), CUDA_SUCCESS);    // nothing left running
+  EXPECT_EQ(flag_[0], 42);                    // written before the launch returned
+  EXPECT_EQ(cuStreamQuery(s), CUDA_SUCCESS);  // nothing left running
   EXPECT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
@@ -104,7 +103,8 @@ TEST_F(LaunchEnv, ModuleLoadingModeFollowsTheEnvironment) {
   CUmoduleLoadingMode mode{};
   ASSERT_EQ(cuModuleGetLoadingMode(&mode), CUDA_SUCCESS);
   const char* v = std::getenv("CUDA_MODULE_LOADING");
-  EXPECT_EQ(mode, v && std::string(v) == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING);
+  EXPECT_EQ(mode,
+            v && std::string(v) == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // docs/tools/cudamux-info.md.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <array>
@@ -19,7 +20,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "cudamux/backend.hpp"
@@ -113,7 +113,8 @@ std::vector<SearchDir> search_dirs(const cudamux::config::Settings& s) {
   std::vector<SearchDir> out;
   const std::vector<std::string> paths = cudamux::plugins::search_paths(s);
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    SearchDir d{paths[i], i < s.plugin_path_origins.size() ? s.plugin_path_origins[i] : "default", false};
+    SearchDir d{paths[i], i < s.plugin_path_origins.size() ? s.plugin_path_origins[i] : "default",
+                false};
     if (i >= s.plugin_paths.size()) d.origin = "default (beside libcudamux-core.so.0)";
     std::error_code ec;
     d.exists = fs::is_directory(d.path, ec);
@@ -131,7 +132,8 @@ std::vector<PluginReport> scan_plugins(const std::vector<SearchDir>& dirs) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(d.path, ec)) {
       const std::string f = entry.path().filename().string();
-      if (f.rfind("libcudamux-", 0) == 0 && f.size() > 14 && f.ends_with(".so")) files.push_back(entry.path());
+      if (f.rfind("libcudamux-", 0) == 0 && f.size() > 14 && f.ends_with(".so"))
+        files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
@@ -169,8 +171,10 @@ CacheReport compile_cache(const std::string& backend, const cudamux::config::Set
     return {dir->get(), "[mock] cache_dir in " + s.source};
   }
   if (const std::string p = env_or("CUDA_CACHE_PATH"); !p.empty()) return {p, "CUDA_CACHE_PATH"};
-  if (const std::string x = env_or("XDG_CACHE_HOME"); !x.empty()) return {x + "/cudamux", "$XDG_CACHE_HOME/cudamux"};
-  if (const std::string h = env_or("HOME"); !h.empty()) return {h + "/.cache/cudamux", "~/.cache/cudamux"};
+  if (const std::string x = env_or("XDG_CACHE_HOME"); !x.empty())
+    return {x + "/cudamux", "$XDG_CACHE_HOME/cudamux"};
+  if (const std::string h = env_or("HOME"); !h.empty())
+    return {h + "/.cache/cudamux", "~/.cache/cudamux"};
   return {"", "no CUDA_CACHE_PATH, XDG_CACHE_HOME or HOME: caching off"};
 }
 
@@ -182,7 +186,8 @@ struct Device {
   std::string pci_bus_id;
   std::size_t total_memory = 0;
   int cc_major = 0, cc_minor = 0;
-  std::vector<std::pair<const AttributeName*, std::optional<int>>> attributes;  // nullopt: not supported
+  std::vector<std::pair<const AttributeName*, std::optional<int>>>
+      attributes;  // nullopt: not supported
 };
 
 void usage(std::FILE* to) {
@@ -273,7 +278,8 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < settings.plugin_paths.size(); ++i) {
       toml::table t;
       t.insert("path", settings.plugin_paths[i]);
-      t.insert("from", i < settings.plugin_path_origins.size() ? settings.plugin_path_origins[i] : "?");
+      t.insert("from",
+               i < settings.plugin_path_origins.size() ? settings.plugin_path_origins[i] : "?");
       paths.push_back(std::move(t));
     }
     values.insert("plugin_path", std::move(paths));
@@ -322,7 +328,8 @@ int main(int argc, char** argv) {
       b.insert("file", chosen->file);
       b.insert("reason", chosen->reason);
     } else {
-      b.insert("error", "no backend loaded (see the log above: cuInit returned " + error_name(init) + ")");
+      b.insert("error",
+               "no backend loaded (see the log above: cuInit returned " + error_name(init) + ")");
     }
     doc.insert("backend", std::move(b));
   }
@@ -335,7 +342,8 @@ int main(int argc, char** argv) {
       if (const char* v = std::getenv(var)) e.insert(var, v);
     }
     toml::table eff;
-    eff.insert("launch_blocking", cudamux::cuda_env::launch_blocking(std::getenv("CUDA_LAUNCH_BLOCKING")));
+    eff.insert("launch_blocking",
+               cudamux::cuda_env::launch_blocking(std::getenv("CUDA_LAUNCH_BLOCKING")));
     CUmoduleLoadingMode mode{};
     if (init == CUDA_SUCCESS && cuModuleGetLoadingMode(&mode) == CUDA_SUCCESS)
       eff.insert("module_loading", mode == CU_MODULE_EAGER_LOADING ? "EAGER" : "LAZY");
@@ -395,8 +403,10 @@ int main(int argc, char** argv) {
       toml::table attrs;
       toml::array unsupported;
       for (const auto& [a, v] : d.attributes) {
-        if (v) attrs.insert(a->name, *v);
-        else unsupported.push_back(a->name);
+        if (v)
+          attrs.insert(a->name, *v);
+        else
+          unsupported.push_back(a->name);
       }
       t.insert("attributes", std::move(attrs));
       t.insert("attributes_not_supported", std::move(unsupported));
@@ -428,40 +438,49 @@ int main(int argc, char** argv) {
   }
 
   // Text report.
-  std::cout << "cudamux " << CUDAMUX_VERSION_STRING << "  (" << doc["libcuda"].value_or(std::string("?")) << ")\n";
+  std::cout << "cudamux " << CUDAMUX_VERSION_STRING << "  ("
+            << doc["libcuda"].value_or(std::string("?")) << ")\n";
   std::cout << "\nConfiguration\n  files considered, in order:\n";
   for (const std::string& c : cudamux::config::candidate_files()) {
     std::error_code ec;
-    std::cout << "    " << c << (fs::exists(c, ec) ? "" : "  (missing)") << (c == settings.source ? "  <- read" : "")
-              << "\n";
+    std::cout << "    " << c << (fs::exists(c, ec) ? "" : "  (missing)")
+              << (c == settings.source ? "  <- read" : "") << "\n";
   }
   if (!config_error.empty()) std::cout << "  ERROR: " << config_error << "\n";
   std::cout << "  source: " << settings.source << "\n";
   for (const char* key : {"backend", "log.level", "log.sink", "driver_version"}) {
     const auto* t = doc["config"]["values"][key].as_table();
     std::cout << "  " << key << " = ";
-    if (const auto* s = (*t)["value"].as_string()) std::cout << '"' << s->get() << '"';
-    else std::cout << (*t)["value"].value_or<std::int64_t>(0);
+    if (const auto* s = (*t)["value"].as_string())
+      std::cout << '"' << s->get() << '"';
+    else
+      std::cout << (*t)["value"].value_or<std::int64_t>(0);
     std::cout << "  (from " << (*t)["from"].value_or(std::string("?")) << ")\n";
   }
   for (std::size_t i = 0; i < settings.plugin_paths.size(); ++i) {
     std::cout << "  plugin_path[" << i << "] = \"" << settings.plugin_paths[i] << "\"  (from "
-              << (i < settings.plugin_path_origins.size() ? settings.plugin_path_origins[i] : "?") << ")\n";
+              << (i < settings.plugin_path_origins.size() ? settings.plugin_path_origins[i] : "?")
+              << ")\n";
   }
   for (const std::string& w : settings.warnings) std::cout << "  warning: " << w << "\n";
 
   std::cout << "\nPlugins\n  search path, in order:\n";
   for (const SearchDir& d : dirs)
-    std::cout << "    " << d.path << "  (from " << d.origin << ")" << (d.exists ? "" : "  (missing)") << "\n";
+    std::cout << "    " << d.path << "  (from " << d.origin << ")"
+              << (d.exists ? "" : "  (missing)") << "\n";
   if (plugins.empty()) std::cout << "  no libcudamux-*.so found\n";
   for (const PluginReport& p : plugins) {
-    std::cout << "  " << p.name << ": " << (p.shadowed ? "shadowed" : p.usable ? "ok" : "REFUSED") << "  "
-              << p.file << "\n      " << (p.usable ? "" : "reason: ") << p.detail << "\n";
+    std::cout << "  " << p.name << ": "
+              << (p.shadowed ? "shadowed"
+                  : p.usable ? "ok"
+                             : "REFUSED")
+              << "  " << p.file << "\n      " << (p.usable ? "" : "reason: ") << p.detail << "\n";
   }
 
   std::cout << "\nBackend\n  cuInit: " << error_name(init) << "\n";
   if (auto chosen = cudamux::cuda_env::loaded_backend()) {
-    std::cout << "  " << chosen->name << "  (" << chosen->file << ")\n  why: " << chosen->reason << "\n";
+    std::cout << "  " << chosen->name << "  (" << chosen->file << ")\n  why: " << chosen->reason
+              << "\n";
   } else {
     std::cout << "  none loaded (the log above says why)\n";
   }
@@ -469,21 +488,27 @@ int main(int argc, char** argv) {
   std::cout << "\nCUDA environment\n";
   for (const auto& [k, v] : *doc["cuda_environment"]["set"].as_table())
     std::cout << "  " << k << "=" << v.value_or(std::string()) << "\n";
-  std::cout << "  launch blocking: " << (doc["cuda_environment"]["effect"]["launch_blocking"].value_or(false) ? "yes" : "no")
+  std::cout << "  launch blocking: "
+            << (doc["cuda_environment"]["effect"]["launch_blocking"].value_or(false) ? "yes" : "no")
             << "\n";
   if (auto m = doc["cuda_environment"]["effect"]["module_loading"].value<std::string>())
     std::cout << "  module loading: " << *m << "\n";
-  for (const std::string& n : cudamux::cuda_env::selection_notes()) std::cout << "  note: " << n << "\n";
+  for (const std::string& n : cudamux::cuda_env::selection_notes())
+    std::cout << "  note: " << n << "\n";
 
   std::cout << "\nDevices: " << devices.size() << "\n";
   for (const Device& d : devices) {
-    std::cout << "  Device " << d.ordinal << " (backend device " << d.backend_ordinal << "): " << d.name << "\n"
-              << "    UUID " << d.uuid << "  PCI " << d.pci_bus_id << "  compute capability " << d.cc_major << "."
-              << d.cc_minor << "  memory " << d.total_memory / (1024 * 1024) << " MiB\n";
+    std::cout << "  Device " << d.ordinal << " (backend device " << d.backend_ordinal
+              << "): " << d.name << "\n"
+              << "    UUID " << d.uuid << "  PCI " << d.pci_bus_id << "  compute capability "
+              << d.cc_major << "." << d.cc_minor << "  memory " << d.total_memory / (1024 * 1024)
+              << " MiB\n";
     for (const auto& [a, v] : d.attributes) {
       std::cout << "    " << a->name << " = ";
-      if (v) std::cout << *v;
-      else std::cout << "(not supported)";
+      if (v)
+        std::cout << *v;
+      else
+        std::cout << "(not supported)";
       if (*a->aliases) std::cout << "  [also " << a->aliases << "]";
       std::cout << "\n";
     }
@@ -495,8 +520,10 @@ int main(int argc, char** argv) {
     std::string& list = v.value_or(std::string()) == "hallucinate" ? hallucinate : strict;
     list += (list.empty() ? "" : " ") + std::string(k.str());
   }
-  std::cout << "  hallucinate: " << (hallucinate.empty() ? "(none)" : hallucinate) << "\n  strict: " << strict << "\n";
+  std::cout << "  hallucinate: " << (hallucinate.empty() ? "(none)" : hallucinate)
+            << "\n  strict: " << strict << "\n";
 
-  std::cout << "\nCompile cache\n  " << (cache.path.empty() ? "(none)" : cache.path) << "  (" << cache.why << ")\n";
+  std::cout << "\nCompile cache\n  " << (cache.path.empty() ? "(none)" : cache.path) << "  ("
+            << cache.why << ")\n";
   return status;
 }

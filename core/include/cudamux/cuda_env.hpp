@@ -45,7 +45,8 @@ std::string uuid_string(const std::array<unsigned char, 16>& uuid);
 // prefix that matches exactly one device). As NVIDIA does, the first invalid entry (not a
 // number or UUID, out of range, ambiguous, repeated) ends the list; the entries before it
 // stay. Null `visible`: every device; an empty string: none. Null `order`: FASTEST_FIRST.
-Selection select_devices(const std::vector<DeviceFacts>& devices, const char* visible, const char* order);
+Selection select_devices(const std::vector<DeviceFacts>& devices, const char* visible,
+                         const char* order);
 
 // CUDA_LAUNCH_BLOCKING: "1" switches it on (anything else is off, as with NVIDIA's driver).
 bool launch_blocking(const char* value);
