@@ -27,6 +27,16 @@ std::set<std::pair<CUcontext, int>>& peers() {
   return *p;
 }
 
+// The runtime reports a missing symbol through driverStatus, not its result (its
+// documented results are success, invalid value and not supported).
+cudaError_t entry_point_result(CUresult r, void** funcPtr) noexcept {
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    if (funcPtr) *funcPtr = nullptr;
+    return cudaSuccess;
+  }
+  return map(r);
+}
+
 // cuGetProcAddress lives in libcuda.so.1 (its table holds libcuda's entry points), so
 // the runtime asks our libcuda beside this core library, never another one on the path.
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
@@ -84,6 +94,11 @@ cudaError_t cudaSetDevice(int device) {
 cudaError_t cudaGetDevice(int* device) {
   if (!device) return reject(cudaErrorInvalidValue, "cudaGetDevice", "null out-pointer");
   if (cudaError_t e = enter()) return e;
+  // enter() left a live context current: one handle lookup answers.
+  if (const core::Context* ctx = core::context_of(core::current_context_handle())) [[likely]] {
+    *device = ctx->device;
+    return cudaSuccess;
+  }
   *device = current_device();
   return cudaSuccess;
 }
@@ -377,8 +392,9 @@ cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned
   if (cudaError_t e = ensure_init()) return e;
   const GetProcAddress get = driver_get_proc_address();
   if (!get) return reject(cudaErrorNotSupported, "cudaGetDriverEntryPoint", "libcuda.so.1 not found beside the core");
-  return map(get(symbol, funcPtr, CUDART_VERSION, flags,
-                 reinterpret_cast<CUdriverProcAddressQueryResult*>(driverStatus)));
+  return entry_point_result(get(symbol, funcPtr, CUDART_VERSION, flags,
+                                reinterpret_cast<CUdriverProcAddressQueryResult*>(driverStatus)),
+                            funcPtr);
 }
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
                                          cudaDriverEntryPointQueryResult* driverStatus) {
@@ -395,8 +411,9 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
   const GetProcAddress get = driver_get_proc_address();
   if (!get)
     return reject(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion", "libcuda.so.1 not found beside the core");
-  return map(get(symbol, funcPtr, static_cast<int>(cudaVersion), flags,
-                 reinterpret_cast<CUdriverProcAddressQueryResult*>(driverStatus)));
+  return entry_point_result(get(symbol, funcPtr, static_cast<int>(cudaVersion), flags,
+                                reinterpret_cast<CUdriverProcAddressQueryResult*>(driverStatus)),
+                            funcPtr);
 }
 cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr, unsigned int cudaVersion,
                                                   unsigned long long flags,
