@@ -19,7 +19,8 @@ namespace {
 struct State {
   cudaStream_t stream{};
   State() {
-    if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    if (cudaSetDevice(0) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
       std::fprintf(stderr, "runtime set-up failed\n");
       std::exit(1);
     }
@@ -66,7 +67,8 @@ class Reporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     // Single runs, or the median when repetitions are aggregated.
     for (const Run& r : runs)
-      if (r.aggregate_name.empty() || r.aggregate_name == "median") ns_[r.run_name.function_name] = r.GetAdjustedCPUTime();
+      if (r.aggregate_name.empty() || r.aggregate_name == "median")
+        ns_[r.run_name.function_name] = r.GetAdjustedCPUTime();
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
@@ -77,8 +79,10 @@ class Reporter : public benchmark::ConsoleReporter {
  private:
   void pair(const char* what, const char* rt, const char* drv) {
     if (!ns_.count(rt) || !ns_.count(drv)) return;
-    std::printf("%-16s added %+.1f ns (CPU time) per call over the driver entry (ratio %.2fx; target <= 10 ns)\n", what,
-                ns_[rt] - ns_[drv], ns_[rt] / ns_[drv]);
+    std::printf(
+        "%-16s added %+.1f ns (CPU time) per call over the driver entry (ratio %.2fx; target <= 10 "
+        "ns)\n",
+        what, ns_[rt] - ns_[drv], ns_[rt] / ns_[drv]);
   }
   std::map<std::string, double> ns_;
 };

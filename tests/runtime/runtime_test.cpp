@@ -1,9 +1,8 @@
 // The runtime API (our libcudart.so.13) on the mock: flows, mixing with the driver API,
 // error-state rules, bad input, symbols and registered kernels.
-#include <gtest/gtest.h>
-
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
@@ -20,15 +19,16 @@ extern "C" {
 void** __cudaRegisterFatBinary(void* fatCubin);
 void __cudaRegisterFatBinaryEnd(void** handle);
 void __cudaUnregisterFatBinary(void** handle);
-void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun, const char* deviceName,
-                            int threadLimit, uint3* tid, uint3* bid, dim3* bDim, dim3* gDim, int* wSize);
-void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress, const char* deviceName, int ext,
-                       size_t size, int constant, int global);
+void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
+                            const char* deviceName, int threadLimit, uint3* tid, uint3* bid,
+                            dim3* bDim, dim3* gDim, int* wSize);
+void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress, const char* deviceName,
+                       int ext, size_t size, int constant, int global);
 unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, CUstream_st* stream);
 cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared, void* stream);
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* func);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared,
-                               cudaStream_t stream);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                               size_t shared, cudaStream_t stream);
 }
 
 namespace {
@@ -42,7 +42,9 @@ class Runtime : public ::testing::Test {
     ASSERT_RT(cudaSetDevice(0));
     (void)cudaGetLastError();
   }
-  void TearDown() override { EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a test left an error behind"; }
+  void TearDown() override {
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a test left an error behind";
+  }
 };
 
 TEST_F(Runtime, InteropFlowZeroesEveryElement) {
@@ -75,8 +77,9 @@ TEST_F(Runtime, PrimaryContextIsSharedWithTheDriver) {
   void* p = nullptr;
   ASSERT_RT(cudaMalloc(&p, 64));
   CUcontext owner = nullptr;
-  ASSERT_EQ(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, reinterpret_cast<CUdeviceptr>(p)),
-            CUDA_SUCCESS);
+  ASSERT_EQ(
+      cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, reinterpret_cast<CUdeviceptr>(p)),
+      CUDA_SUCCESS);
   EXPECT_EQ(owner, primary);
   ASSERT_EQ(cuMemsetD8_v2(reinterpret_cast<CUdeviceptr>(p), 0x5a, 64), CUDA_SUCCESS);
   unsigned char out[64] = {};
@@ -108,8 +111,9 @@ TEST_F(Runtime, ADriverContextMadeCurrentIsUsedByTheRuntime) {
   void* p = nullptr;
   ASSERT_RT(cudaMalloc(&p, 16));
   CUcontext owner = nullptr;
-  ASSERT_EQ(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, reinterpret_cast<CUdeviceptr>(p)),
-            CUDA_SUCCESS);
+  ASSERT_EQ(
+      cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, reinterpret_cast<CUdeviceptr>(p)),
+      CUDA_SUCCESS);
   EXPECT_EQ(owner, mine);
   ASSERT_RT(cudaFree(p));
   ASSERT_EQ(cuCtxDestroy_v2(mine), CUDA_SUCCESS);
@@ -143,7 +147,10 @@ TEST_F(Runtime, NotReadyIsNotAnError) {
   ASSERT_RT(cudaStreamCreate(&s));
   std::atomic<bool> release{false};
   ASSERT_RT(cudaLaunchHostFunc(
-      s, [](void* flag) { while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield(); },
+      s,
+      [](void* flag) {
+        while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield();
+      },
       &release));
   EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
   EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
@@ -196,7 +203,8 @@ TEST(RuntimeErrors, EveryCodeHasItsNameAndADescription) {
     EXPECT_STRNE(cudaGetErrorString(e), "unrecognized error code") << r.name;
   }
   EXPECT_STREQ(cudaGetErrorString(static_cast<cudaError_t>(12345)), "unrecognized error code");
-  EXPECT_STREQ(cudaGetErrorName(cudaErrorInvalidMemcpyDirection), "cudaErrorInvalidMemcpyDirection");
+  EXPECT_STREQ(cudaGetErrorName(cudaErrorInvalidMemcpyDirection),
+               "cudaErrorInvalidMemcpyDirection");
 }
 
 TEST_F(Runtime, DevicePropertiesComeFromTheDeviceAttributes) {
@@ -277,7 +285,8 @@ TEST_F(Runtime, EveryMemcpyKindCopies) {
   ASSERT_RT(cudaMalloc(reinterpret_cast<void**>(&d1), sizeof host_a));
   ASSERT_RT(cudaMalloc(reinterpret_cast<void**>(&d2), sizeof host_a));
   ASSERT_RT(cudaHostAlloc(reinterpret_cast<void**>(&pinned), sizeof host_a, cudaHostAllocMapped));
-  ASSERT_RT(cudaMallocManaged(reinterpret_cast<void**>(&managed), sizeof host_a, cudaMemAttachGlobal));
+  ASSERT_RT(
+      cudaMallocManaged(reinterpret_cast<void**>(&managed), sizeof host_a, cudaMemAttachGlobal));
   ASSERT_RT(cudaMemcpy(d1, host_a, sizeof host_a, cudaMemcpyHostToDevice));
   ASSERT_RT(cudaMemcpy(d2, d1, sizeof host_a, cudaMemcpyDeviceToDevice));
   ASSERT_RT(cudaMemcpy(pinned, d2, sizeof host_a, cudaMemcpyDeviceToHost));
@@ -393,7 +402,8 @@ TEST_F(Runtime, StreamsEventsAndCallbacks) {
   calls = 0;
   ASSERT_RT(cudaStreamAddCallback(
       s, [](cudaStream_t, cudaError_t st, void*) { status = st, ++calls; }, nullptr, 0));
-  ASSERT_RT(cudaLaunchHostFunc(s, [](void*) { ++calls; }, nullptr));
+  ASSERT_RT(cudaLaunchHostFunc(
+      s, [](void*) { ++calls; }, nullptr));
   ASSERT_RT(cudaEventRecordWithFlags(stop, s, cudaEventRecordDefault));
   ASSERT_RT(cudaEventSynchronize(stop));
   EXPECT_EQ(calls.load(), 2);
@@ -434,7 +444,8 @@ TEST_F(Runtime, PeerAccessBookkeeping) {
   ASSERT_RT(cudaGetDeviceCount(&n));
   int can = -1;
   ASSERT_RT(cudaDeviceCanAccessPeer(&can, 0, 0));
-  EXPECT_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice) << "a device is not its own peer";
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice)
+      << "a device is not its own peer";
   EXPECT_EQ(cudaDeviceDisablePeerAccess(0), cudaErrorPeerAccessNotEnabled);
   (void)cudaGetLastError();
   if (n < 2) GTEST_SKIP() << "one device configured";
@@ -455,7 +466,8 @@ TEST_F(Runtime, BadInputGetsTheRuntimesErrorCodes) {
   EXPECT_EQ(cudaGetDeviceProperties(&prop, 4096), cudaErrorInvalidDevice);
   int v = 0;
   EXPECT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, -3), cudaErrorInvalidDevice);
-  EXPECT_EQ(cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(100000), 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(100000), 0),
+            cudaErrorInvalidValue);
   EXPECT_EQ(cudaDeviceGetByPCIBusId(&v, "not-a-bus-id"), cudaErrorInvalidDevice);
   EXPECT_EQ(cudaSetDeviceFlags(0x1000), cudaErrorInvalidValue);
   EXPECT_EQ(cudaDeviceSetLimit(static_cast<cudaLimit>(0x99), 1), cudaErrorUnsupportedLimit);
@@ -478,7 +490,8 @@ TEST_F(Runtime, BadCopiesAndMemsets) {
   ASSERT_RT(cudaMalloc(&d, 64));
   char host[128] = {};
   // Wrong kinds: a host side that is device memory, a device side that is pageable host memory.
-  EXPECT_EQ(cudaMemcpy(d, host, 64, static_cast<cudaMemcpyKind>(7)), cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpy(d, host, 64, static_cast<cudaMemcpyKind>(7)),
+            cudaErrorInvalidMemcpyDirection);
   EXPECT_EQ(cudaMemcpy(host, d, 64, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(d, host, 64, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(host, host + 64, 64, cudaMemcpyDeviceToDevice), cudaErrorInvalidValue);
@@ -486,7 +499,8 @@ TEST_F(Runtime, BadCopiesAndMemsets) {
   EXPECT_EQ(cudaMemcpy(d, host, 128, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemset(d, 0, 65), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemset(static_cast<char*>(d) + 60, 0, ~size_t{0} - 8), cudaErrorInvalidValue);
-  EXPECT_EQ(cudaMemcpy2D(d, 8, host, 16, 16, 2, cudaMemcpyHostToDevice), cudaErrorInvalidPitchValue);
+  EXPECT_EQ(cudaMemcpy2D(d, 8, host, 16, 16, 2, cudaMemcpyHostToDevice),
+            cudaErrorInvalidPitchValue);
   EXPECT_EQ(cudaMemcpy3D(nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemset2D(d, 8, 0, 16, 2), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy(nullptr, host, 8, cudaMemcpyDefault), cudaErrorInvalidValue);
@@ -527,10 +541,11 @@ class Registered : public Runtime {
   void SetUp() override {
     Runtime::SetUp();
     handle = __cudaRegisterFatBinary(&fake_fatbin);
-    __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&kernel_stub), const_cast<char*>("_Z6kernelv"),
-                           "_Z6kernelv", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
-    __cudaRegisterVar(handle, reinterpret_cast<char*>(g_shadow), reinterpret_cast<char*>(g_shadow), "g_shadow", 0,
-                      sizeof g_shadow, 0, 0);
+    __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&kernel_stub),
+                           const_cast<char*>("_Z6kernelv"), "_Z6kernelv", -1, nullptr, nullptr,
+                           nullptr, nullptr, nullptr);
+    __cudaRegisterVar(handle, reinterpret_cast<char*>(g_shadow), reinterpret_cast<char*>(g_shadow),
+                      "g_shadow", 0, sizeof g_shadow, 0, 0);
     __cudaRegisterFatBinaryEnd(handle);
   }
   void TearDown() override {
@@ -572,27 +587,35 @@ TEST_F(Registered, MemcpyToAndFromSymbol) {
 TEST_F(Registered, BadSymbolCopies) {
   int unregistered = 0, buf[8] = {};
   EXPECT_EQ(cudaMemcpyToSymbol(&unregistered, buf, 4), cudaErrorInvalidSymbol);
-  EXPECT_EQ(cudaMemcpyToSymbol(g_shadow, buf, sizeof buf), cudaErrorInvalidValue) << "past the variable";
-  EXPECT_EQ(cudaMemcpyToSymbol(g_shadow, buf, 4, ~size_t{0}), cudaErrorInvalidValue) << "offset overflow";
-  EXPECT_EQ(cudaMemcpyToSymbol(g_shadow, buf, 4, 0, cudaMemcpyDeviceToHost), cudaErrorInvalidMemcpyDirection);
-  EXPECT_EQ(cudaMemcpyFromSymbol(buf, g_shadow, 4, 0, cudaMemcpyHostToDevice), cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpyToSymbol(g_shadow, buf, sizeof buf), cudaErrorInvalidValue)
+      << "past the variable";
+  EXPECT_EQ(cudaMemcpyToSymbol(g_shadow, buf, 4, ~size_t{0}), cudaErrorInvalidValue)
+      << "offset overflow";
+  EXPECT_EQ(cudaMemcpyToSymbol(g_shadow, buf, 4, 0, cudaMemcpyDeviceToHost),
+            cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpyFromSymbol(buf, g_shadow, 4, 0, cudaMemcpyHostToDevice),
+            cudaErrorInvalidMemcpyDirection);
   void* addr = nullptr;
   EXPECT_EQ(cudaGetSymbolAddress(&addr, &unregistered), cudaErrorInvalidSymbol);
   (void)cudaGetLastError();
 }
 
 TEST_F(Registered, LaunchingARegisteredKernelExplainsWhyItCannotRun) {
-  EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&kernel_stub), dim3(1), dim3(32), nullptr, 0, nullptr),
+  EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&kernel_stub), dim3(1), dim3(32),
+                             nullptr, 0, nullptr),
             cudaErrorNoKernelImageForDevice);
   EXPECT_EQ(cudaGetLastError(), cudaErrorNoKernelImageForDevice);
   int not_a_kernel = 0;
-  EXPECT_EQ(cudaLaunchKernel(&not_a_kernel, dim3(1), dim3(1), nullptr, 0, nullptr), cudaErrorInvalidDeviceFunction);
-  EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&kernel_stub), dim3(0), dim3(32), nullptr, 0, nullptr),
+  EXPECT_EQ(cudaLaunchKernel(&not_a_kernel, dim3(1), dim3(1), nullptr, 0, nullptr),
+            cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&kernel_stub), dim3(0), dim3(32),
+                             nullptr, 0, nullptr),
             cudaErrorInvalidConfiguration);
   // The CUDA 13 launch path of nvcc-generated code.
   cudaKernel_t k = nullptr;
   ASSERT_RT(__cudaGetKernel(&k, reinterpret_cast<const void*>(&kernel_stub)));
-  EXPECT_EQ(__cudaLaunchKernel(k, dim3(1), dim3(1), nullptr, 0, nullptr), cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(__cudaLaunchKernel(k, dim3(1), dim3(1), nullptr, 0, nullptr),
+            cudaErrorNoKernelImageForDevice);
   EXPECT_EQ(__cudaGetKernel(&k, &not_a_kernel), cudaErrorInvalidDeviceFunction);
   (void)cudaGetLastError();
 }

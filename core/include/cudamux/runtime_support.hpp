@@ -3,11 +3,11 @@
 // after the implementation returns; only failures touch the per-thread error state.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <chrono>
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 #include "cudamux/api_support.hpp"
 
@@ -21,7 +21,8 @@ namespace cudamux::rt {
 void record_error(cudaError_t error) noexcept;
 
 inline cudaError_t record(cudaError_t result) noexcept {
-  if (result != cudaSuccess && result != cudaErrorNotReady) [[unlikely]] record_error(result);
+  if (result != cudaSuccess && result != cudaErrorNotReady) [[unlikely]]
+    record_error(result);
   return result;
 }
 

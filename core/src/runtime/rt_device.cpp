@@ -1,12 +1,11 @@
 // Runtime API: device management, on the driver's device and context functions.
-#include <spdlog/spdlog.h>
-
 #include <dlfcn.h>
+#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <mutex>
-#include <string>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "cudamux/driver_impl.hpp"
@@ -39,14 +38,17 @@ cudaError_t entry_point_result(CUresult r, void** funcPtr) noexcept {
 
 // cuGetProcAddress lives in libcuda.so.1 (its table holds libcuda's entry points), so
 // the runtime asks our libcuda beside this core library, never another one on the path.
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
 GetProcAddress driver_get_proc_address() noexcept {
   static const GetProcAddress fn = []() -> GetProcAddress {
     Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&driver_get_proc_address), &info) || !info.dli_fname) return nullptr;
+    if (!dladdr(reinterpret_cast<void*>(&driver_get_proc_address), &info) || !info.dli_fname)
+      return nullptr;
     std::string path = info.dli_fname;
     path = path.substr(0, path.find_last_of('/') + 1) + "libcuda.so.1";
-    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);  // never closed: its entry points are handed out
+    void* lib = dlopen(path.c_str(),
+                       RTLD_NOW | RTLD_GLOBAL);  // never closed: its entry points are handed out
     if (!lib) {
       try {
         log::get()->error("cudaGetDriverEntryPoint: cannot load {}: {}", path, dlerror());
@@ -61,7 +63,8 @@ GetProcAddress driver_get_proc_address() noexcept {
 
 cudaError_t valid_device(int device, const char* fn) noexcept {
   if (cudaError_t e = ensure_init()) return e;
-  if (!core::Core::get().valid_device(device)) return reject(cudaErrorInvalidDevice, fn, "no such device");
+  if (!core::Core::get().valid_device(device))
+    return reject(cudaErrorInvalidDevice, fn, "no such device");
   return cudaSuccess;
 }
 
@@ -214,10 +217,12 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   p.pageableMemoryAccess = A(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS);
   p.concurrentManagedAccess = A(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
   p.computePreemptionSupported = A(CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED);
-  p.canUseHostPointerForRegisteredMem = A(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
+  p.canUseHostPointerForRegisteredMem =
+      A(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
   p.cooperativeLaunch = A(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
   p.sharedMemPerBlockOptin = Z(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  p.pageableMemoryAccessUsesHostPageTables = A(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES);
+  p.pageableMemoryAccessUsesHostPageTables =
+      A(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES);
   p.directManagedMemAccessFromHost = A(CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST);
   p.maxBlocksPerMultiProcessor = A(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
   p.accessPolicyMaxWindowSize = A(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE);
@@ -231,7 +236,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   p.gpuDirectRDMAFlushWritesOptions = U(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS);
   p.gpuDirectRDMAWritesOrdering = A(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING);
   p.memoryPoolSupportedHandleTypes = U(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES);
-  p.deferredMappingCudaArraySupported = A(CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED);
+  p.deferredMappingCudaArraySupported =
+      A(CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED);
   p.ipcEventSupported = A(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
   p.clusterLaunch = A(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH);
   p.unifiedFunctionPointers = A(CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS);
@@ -279,7 +285,8 @@ cudaError_t cudaDeviceSynchronize() {
 cudaError_t cudaDeviceReset() {
   if (cudaError_t e = ensure_init()) return e;
   core::Context* ctx = nullptr;
-  const int device = core::current_context(ctx) == CUDA_SUCCESS && ctx ? ctx->device : detail::t_state.device;
+  const int device =
+      core::current_context(ctx) == CUDA_SUCCESS && ctx ? ctx->device : detail::t_state.device;
   // Destroys the primary context and everything in it (streams, events, memory); the
   // next runtime call on any thread creates it anew.
   if (const CUresult r = drv::cuDevicePrimaryCtxReset_v2(device)) return map(r);
@@ -294,12 +301,14 @@ cudaError_t cudaDeviceReset() {
 }
 
 cudaError_t cudaSetDeviceFlags(unsigned int flags) {
-  constexpr unsigned kValid = cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
-                              cudaDeviceSyncMemops;
-  if (flags & ~kValid) return reject(cudaErrorInvalidValue, "cudaSetDeviceFlags", "unknown flag bits");
+  constexpr unsigned kValid =
+      cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops;
+  if (flags & ~kValid)
+    return reject(cudaErrorInvalidValue, "cudaSetDeviceFlags", "unknown flag bits");
   if (cudaError_t e = ensure_init()) return e;
   core::Context* ctx = nullptr;
-  const int device = core::current_context(ctx) == CUDA_SUCCESS && ctx ? ctx->device : detail::t_state.device;
+  const int device =
+      core::current_context(ctx) == CUDA_SUCCESS && ctx ? ctx->device : detail::t_state.device;
   // The flag bits are the driver's context flags; applies to the active primary context too.
   return map(drv::cuDevicePrimaryCtxSetFlags_v2(device, flags));
 }
@@ -311,18 +320,21 @@ cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 }
 
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
-  if (!pciBusId || len <= 0) return reject(cudaErrorInvalidValue, "cudaDeviceGetPCIBusId", "null buffer or length");
+  if (!pciBusId || len <= 0)
+    return reject(cudaErrorInvalidValue, "cudaDeviceGetPCIBusId", "null buffer or length");
   if (cudaError_t e = valid_device(device, "cudaDeviceGetPCIBusId")) return e;
   return map(drv::cuDeviceGetPCIBusId(pciBusId, len, device));
 }
 
 cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
-  if (!device || !pciBusId) return reject(cudaErrorInvalidValue, "cudaDeviceGetByPCIBusId", "null pointer");
+  if (!device || !pciBusId)
+    return reject(cudaErrorInvalidValue, "cudaDeviceGetByPCIBusId", "null pointer");
   if (cudaError_t e = ensure_init()) return e;
   const CUresult r = drv::cuDeviceGetByPCIBusId(device, pciBusId);
   // An id no device has is an invalid device for the runtime.
-  return r == CUDA_ERROR_INVALID_VALUE ? reject(cudaErrorInvalidDevice, "cudaDeviceGetByPCIBusId", "no such bus id")
-                                       : map(r);
+  return r == CUDA_ERROR_INVALID_VALUE
+             ? reject(cudaErrorInvalidDevice, "cudaDeviceGetByPCIBusId", "no such bus id")
+             : map(r);
 }
 
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
@@ -337,7 +349,8 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
 }
 
 cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* pCacheConfig) {
-  if (!pCacheConfig) return reject(cudaErrorInvalidValue, "cudaDeviceGetCacheConfig", "null out-pointer");
+  if (!pCacheConfig)
+    return reject(cudaErrorInvalidValue, "cudaDeviceGetCacheConfig", "null out-pointer");
   if (cudaError_t e = enter()) return e;
   CUfunc_cache c = CU_FUNC_CACHE_PREFER_NONE;
   if (const CUresult r = drv::cuCtxGetCacheConfig(&c)) return map(r);
@@ -356,25 +369,30 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPr
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
-  if (!canAccessPeer) return reject(cudaErrorInvalidValue, "cudaDeviceCanAccessPeer", "null out-pointer");
+  if (!canAccessPeer)
+    return reject(cudaErrorInvalidValue, "cudaDeviceCanAccessPeer", "null out-pointer");
   if (cudaError_t e = valid_device(device, "cudaDeviceCanAccessPeer")) return e;
   if (cudaError_t e = valid_device(peerDevice, "cudaDeviceCanAccessPeer")) return e;
   return map(drv::cuDeviceCanAccessPeer(canAccessPeer, device, peerDevice));
 }
 
 cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
-  if (flags != 0) return reject(cudaErrorInvalidValue, "cudaDeviceEnablePeerAccess", "flags must be 0");
+  if (flags != 0)
+    return reject(cudaErrorInvalidValue, "cudaDeviceEnablePeerAccess", "flags must be 0");
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = valid_device(peerDevice, "cudaDeviceEnablePeerAccess")) return e;
   const int self = current_device();
   if (peerDevice == self)
-    return reject(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess", "a device is not its own peer");
+    return reject(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess",
+                  "a device is not its own peer");
   int can = 0;
   if (const CUresult r = drv::cuDeviceCanAccessPeer(&can, self, peerDevice)) return map(r);
-  if (!can) return reject(cudaErrorPeerAccessUnsupported, "cudaDeviceEnablePeerAccess", "no peer access");
+  if (!can)
+    return reject(cudaErrorPeerAccessUnsupported, "cudaDeviceEnablePeerAccess", "no peer access");
   std::lock_guard lock(g_peer_mutex);
   if (!peers().emplace(core::current_context_handle(), peerDevice).second)
-    return reject(cudaErrorPeerAccessAlreadyEnabled, "cudaDeviceEnablePeerAccess", "already enabled");
+    return reject(cudaErrorPeerAccessAlreadyEnabled, "cudaDeviceEnablePeerAccess",
+                  "already enabled");
   return cudaSuccess;
 }
 
@@ -391,12 +409,15 @@ cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned
                                     cudaDriverEntryPointQueryResult* driverStatus) {
   if (cudaError_t e = ensure_init()) return e;
   const GetProcAddress get = driver_get_proc_address();
-  if (!get) return reject(cudaErrorNotSupported, "cudaGetDriverEntryPoint", "libcuda.so.1 not found beside the core");
+  if (!get)
+    return reject(cudaErrorNotSupported, "cudaGetDriverEntryPoint",
+                  "libcuda.so.1 not found beside the core");
   return entry_point_result(get(symbol, funcPtr, CUDART_VERSION, flags,
                                 reinterpret_cast<CUdriverProcAddressQueryResult*>(driverStatus)),
                             funcPtr);
 }
-cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr,
+                                         unsigned long long flags,
                                          cudaDriverEntryPointQueryResult* driverStatus) {
   // Per-thread mode: a query that names no stream flavor asks for the per-thread one.
   if ((flags & (cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)) == 0)
@@ -404,23 +425,26 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, uns
   return cudamux::rt::impl::cudaGetDriverEntryPoint(symbol, funcPtr, flags, driverStatus);
 }
 
-cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
-                                             unsigned long long flags,
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
                                              cudaDriverEntryPointQueryResult* driverStatus) {
   if (cudaError_t e = ensure_init()) return e;
   const GetProcAddress get = driver_get_proc_address();
   if (!get)
-    return reject(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion", "libcuda.so.1 not found beside the core");
+    return reject(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion",
+                  "libcuda.so.1 not found beside the core");
   return entry_point_result(get(symbol, funcPtr, static_cast<int>(cudaVersion), flags,
                                 reinterpret_cast<CUdriverProcAddressQueryResult*>(driverStatus)),
                             funcPtr);
 }
-cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr, unsigned int cudaVersion,
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
+                                                  unsigned int cudaVersion,
                                                   unsigned long long flags,
                                                   cudaDriverEntryPointQueryResult* driverStatus) {
   if ((flags & (cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)) == 0)
     flags |= cudaEnablePerThreadDefaultStream;
-  return cudamux::rt::impl::cudaGetDriverEntryPointByVersion(symbol, funcPtr, cudaVersion, flags, driverStatus);
+  return cudamux::rt::impl::cudaGetDriverEntryPointByVersion(symbol, funcPtr, cudaVersion, flags,
+                                                             driverStatus);
 }
 
 cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {

@@ -3,10 +3,10 @@
 // primary context, per-thread last errors, sticky errors, registered fat binaries.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "../core.hpp"
 #include "cudamux/runtime_support.hpp"
@@ -18,8 +18,8 @@ namespace detail {
 // reset (primary contexts replaced) or a sticky error.
 extern std::atomic<std::uint32_t> g_epoch;
 struct ThreadState {
-  int device = 0;              // the runtime's current device of this thread
-  std::uint32_t epoch = ~0u;   // g_epoch when this thread last bound successfully
+  int device = 0;             // the runtime's current device of this thread
+  std::uint32_t epoch = ~0u;  // g_epoch when this thread last bound successfully
   cudaError_t last_error = cudaSuccess;
 };
 extern thread_local ThreadState t_state;
@@ -31,7 +31,8 @@ cudaError_t enter_slow() noexcept;
 // already current (a driver-created one wins, as with NVIDIA's runtime). Returns a
 // sticky error when the current device has one.
 inline cudaError_t enter() noexcept {
-  if (api::initialized() && detail::t_state.epoch == detail::g_epoch.load(std::memory_order_relaxed) &&
+  if (api::initialized() &&
+      detail::t_state.epoch == detail::g_epoch.load(std::memory_order_relaxed) &&
       core::current_context_handle() != nullptr) [[likely]]
     return cudaSuccess;
   return detail::enter_slow();
@@ -59,7 +60,9 @@ void clear_sticky(int device) noexcept;
 // A rejected call: logs at debug level with the reason, returns `error`.
 cudaError_t reject(cudaError_t error, const char* function, const char* why) noexcept;
 
-inline cudaError_t map(CUresult r) noexcept { return r == CUDA_SUCCESS ? cudaSuccess : to_runtime(r); }
+inline cudaError_t map(CUresult r) noexcept {
+  return r == CUDA_SUCCESS ? cudaSuccess : to_runtime(r);
+}
 
 // Registered device variables (__cudaRegisterVar / __cudaRegisterManagedVar).
 struct Symbol {

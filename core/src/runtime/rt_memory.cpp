@@ -26,9 +26,12 @@ Mem classify(const void* p) noexcept {
   const core::Allocation* a = c.find_allocation(reinterpret_cast<std::uintptr_t>(p));
   if (!a) return Mem::pageable;
   switch (a->kind) {
-    case core::AllocKind::device: return Mem::device;
-    case core::AllocKind::managed: return Mem::managed;
-    default: return Mem::pinned;
+    case core::AllocKind::device:
+      return Mem::device;
+    case core::AllocKind::managed:
+      return Mem::managed;
+    default:
+      return Mem::pinned;
   }
 }
 
@@ -42,39 +45,48 @@ cudaError_t check_kind(void* dst, const void* src, cudaMemcpyKind kind, const ch
   const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const Mem d = classify(dst), s = classify(src);
   if (dst_dev ? d == Mem::pageable : d == Mem::device)
-    return reject(cudaErrorInvalidValue, fn, dst_dev ? "destination is not device-accessible memory"
-                                                     : "destination is device memory but the kind says host");
+    return reject(cudaErrorInvalidValue, fn,
+                  dst_dev ? "destination is not device-accessible memory"
+                          : "destination is device memory but the kind says host");
   if (src_dev ? s == Mem::pageable : s == Mem::device)
-    return reject(cudaErrorInvalidValue, fn, src_dev ? "source is not device-accessible memory"
-                                                     : "source is device memory but the kind says host");
+    return reject(cudaErrorInvalidValue, fn,
+                  src_dev ? "source is not device-accessible memory"
+                          : "source is device memory but the kind says host");
   return cudaSuccess;
 }
 
 // The driver entry point for the sides' kinds, so device sides get the driver's bounds
 // checks against their allocation (cuMemcpy would take an out-of-range device pointer
 // for host memory).
-cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, cudaStream_t stream,
-                 bool async, bool pt, const char* fn) noexcept {
+cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind,
+                 cudaStream_t stream, bool async, bool pt, const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = check_kind(dst, src, kind, fn)) return e;
   if (count == 0 && !async) return cudaSuccess;
   const bool dd = classify(dst) != Mem::pageable, sd = classify(src) != Mem::pageable;
   const CUdeviceptr d = dptr(dst), s = dptr(src);
   if (!async) {
-    if (dd && sd) return map(pt ? drv::cuMemcpyDtoD_v2_ptds(d, s, count) : drv::cuMemcpyDtoD_v2(d, s, count));
-    if (dd) return map(pt ? drv::cuMemcpyHtoD_v2_ptds(d, src, count) : drv::cuMemcpyHtoD_v2(d, src, count));
-    if (sd) return map(pt ? drv::cuMemcpyDtoH_v2_ptds(dst, s, count) : drv::cuMemcpyDtoH_v2(dst, s, count));
+    if (dd && sd)
+      return map(pt ? drv::cuMemcpyDtoD_v2_ptds(d, s, count) : drv::cuMemcpyDtoD_v2(d, s, count));
+    if (dd)
+      return map(pt ? drv::cuMemcpyHtoD_v2_ptds(d, src, count)
+                    : drv::cuMemcpyHtoD_v2(d, src, count));
+    if (sd)
+      return map(pt ? drv::cuMemcpyDtoH_v2_ptds(dst, s, count)
+                    : drv::cuMemcpyDtoH_v2(dst, s, count));
     return map(pt ? drv::cuMemcpy_ptds(d, s, count) : drv::cuMemcpy(d, s, count));
   }
   if (dd && sd)
-    return map(pt ? drv::cuMemcpyDtoDAsync_v2_ptsz(d, s, count, stream) : drv::cuMemcpyDtoDAsync_v2(d, s, count, stream));
+    return map(pt ? drv::cuMemcpyDtoDAsync_v2_ptsz(d, s, count, stream)
+                  : drv::cuMemcpyDtoDAsync_v2(d, s, count, stream));
   if (dd)
     return map(pt ? drv::cuMemcpyHtoDAsync_v2_ptsz(d, src, count, stream)
                   : drv::cuMemcpyHtoDAsync_v2(d, src, count, stream));
   if (sd)
     return map(pt ? drv::cuMemcpyDtoHAsync_v2_ptsz(dst, s, count, stream)
                   : drv::cuMemcpyDtoHAsync_v2(dst, s, count, stream));
-  return map(pt ? drv::cuMemcpyAsync_ptsz(d, s, count, stream) : drv::cuMemcpyAsync(d, s, count, stream));
+  return map(pt ? drv::cuMemcpyAsync_ptsz(d, s, count, stream)
+                : drv::cuMemcpyAsync(d, s, count, stream));
 }
 
 // Sets one side of a CUDA_MEMCPY2D/3D: device-accessible memory as a device pointer (the
@@ -90,12 +102,13 @@ void set_side(const void* ptr, CUmemorytype& type, CUdeviceptr& device, P& host)
   }
 }
 
-cudaError_t copy_2d(void* dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
-                    std::size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async, bool pt,
-                    const char* fn) noexcept {
+cudaError_t copy_2d(void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
+                    std::size_t width, std::size_t height, cudaMemcpyKind kind, cudaStream_t stream,
+                    bool async, bool pt, const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = check_kind(dst, src, kind, fn)) return e;
-  if (width > dpitch || width > spitch) return reject(cudaErrorInvalidPitchValue, fn, "width exceeds a pitch");
+  if (width > dpitch || width > spitch)
+    return reject(cudaErrorInvalidPitchValue, fn, "width exceeds a pitch");
   if ((width == 0 || height == 0) && !async) return cudaSuccess;
   CUDA_MEMCPY2D p;
   std::memset(&p, 0, sizeof p);
@@ -111,7 +124,8 @@ cudaError_t copy_2d(void* dst, std::size_t dpitch, const void* src, std::size_t 
   return map(pt ? drv::cuMemcpy2DAsync_v2_ptsz(&p, stream) : drv::cuMemcpy2DAsync_v2(&p, stream));
 }
 
-cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async, bool pt, const char* fn) noexcept {
+cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async, bool pt,
+                    const char* fn) noexcept {
   if (!p) return reject(cudaErrorInvalidValue, fn, "null parameters");
   if (cudaError_t e = enter()) return e;
   if (p->srcArray || p->dstArray)
@@ -145,7 +159,8 @@ cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async,
 cudaError_t memset_2d(void* p, std::size_t pitch, int value, std::size_t width, std::size_t height,
                       cudaStream_t stream, bool async, bool pt, const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
-  if (width > pitch && height > 1) return reject(cudaErrorInvalidValue, fn, "width exceeds the pitch");
+  if (width > pitch && height > 1)
+    return reject(cudaErrorInvalidValue, fn, "width exceeds the pitch");
   if ((width == 0 || height == 0) && !async) return cudaSuccess;
   const auto v = static_cast<unsigned char>(value);
   if (!async)
@@ -155,8 +170,8 @@ cudaError_t memset_2d(void* p, std::size_t pitch, int value, std::size_t width, 
                 : drv::cuMemsetD2D8Async(dptr(p), pitch, v, width, height, stream));
 }
 
-cudaError_t memset_3d(cudaPitchedPtr ptr, int value, cudaExtent extent, cudaStream_t stream, bool async, bool pt,
-                      const char* fn) noexcept {
+cudaError_t memset_3d(cudaPitchedPtr ptr, int value, cudaExtent extent, cudaStream_t stream,
+                      bool async, bool pt, const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
   if (extent.width == 0 || extent.height == 0 || extent.depth == 0) return cudaSuccess;
   if (extent.width > ptr.pitch) return reject(cudaErrorInvalidValue, fn, "width exceeds the pitch");
@@ -167,27 +182,35 @@ cudaError_t memset_3d(cudaPitchedPtr ptr, int value, cudaExtent extent, cudaStre
     return reject(cudaErrorInvalidValue, fn, "sizes overflow");
   for (std::size_t z = 0; z < extent.depth; ++z) {
     std::size_t off = 0;
-    if (__builtin_mul_overflow(z, slice, &off)) return reject(cudaErrorInvalidValue, fn, "sizes overflow");
+    if (__builtin_mul_overflow(z, slice, &off))
+      return reject(cudaErrorInvalidValue, fn, "sizes overflow");
     void* plane = static_cast<char*>(ptr.ptr) + off;
-    if (cudaError_t e = memset_2d(plane, ptr.pitch, value, extent.width, extent.height, stream, async, pt, fn))
+    if (cudaError_t e =
+            memset_2d(plane, ptr.pitch, value, extent.width, extent.height, stream, async, pt, fn))
       return e;
   }
   return cudaSuccess;
 }
 
-cudaError_t memset_1d(void* p, int value, std::size_t count, cudaStream_t stream, bool async, bool pt) noexcept {
+cudaError_t memset_1d(void* p, int value, std::size_t count, cudaStream_t stream, bool async,
+                      bool pt) noexcept {
   if (cudaError_t e = enter()) return e;
   if (count == 0 && !async) return cudaSuccess;  // async: the driver still checks the stream
   const auto v = static_cast<unsigned char>(value);
-  if (!async) return map(pt ? drv::cuMemsetD8_v2_ptds(dptr(p), v, count) : drv::cuMemsetD8_v2(dptr(p), v, count));
-  return map(pt ? drv::cuMemsetD8Async_ptsz(dptr(p), v, count, stream) : drv::cuMemsetD8Async(dptr(p), v, count, stream));
+  if (!async)
+    return map(pt ? drv::cuMemsetD8_v2_ptds(dptr(p), v, count)
+                  : drv::cuMemsetD8_v2(dptr(p), v, count));
+  return map(pt ? drv::cuMemsetD8Async_ptsz(dptr(p), v, count, stream)
+                : drv::cuMemsetD8Async(dptr(p), v, count, stream));
 }
 
 // cudaMemcpyToSymbol / FromSymbol: the symbol's device copy on the current context.
-cudaError_t symbol_range(const void* symbol, std::size_t count, std::size_t offset, void*& out, const char* fn) noexcept {
+cudaError_t symbol_range(const void* symbol, std::size_t count, std::size_t offset, void*& out,
+                         const char* fn) noexcept {
   CUdeviceptr base = 0;
   std::size_t size = 0;
-  if (cudaError_t e = symbol_address(symbol, base, size)) return reject(e, fn, "not a registered device variable");
+  if (cudaError_t e = symbol_address(symbol, base, size))
+    return reject(e, fn, "not a registered device variable");
   std::size_t end = 0;
   if (__builtin_add_overflow(offset, count, &end) || end > size)
     return reject(cudaErrorInvalidValue, fn, "offset + count exceeds the variable's size");
@@ -195,20 +218,24 @@ cudaError_t symbol_range(const void* symbol, std::size_t count, std::size_t offs
   return cudaSuccess;
 }
 
-cudaError_t to_symbol(const void* symbol, const void* src, std::size_t count, std::size_t offset, cudaMemcpyKind kind,
-                      cudaStream_t stream, bool async, bool pt, const char* fn) noexcept {
+cudaError_t to_symbol(const void* symbol, const void* src, std::size_t count, std::size_t offset,
+                      cudaMemcpyKind kind, cudaStream_t stream, bool async, bool pt,
+                      const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return reject(cudaErrorInvalidMemcpyDirection, fn, "kind must copy to the device");
   void* dst = nullptr;
   if (cudaError_t e = symbol_range(symbol, count, offset, dst, fn)) return e;
   return copy(dst, src, count, kind, stream, async, pt, fn);
 }
 
-cudaError_t from_symbol(void* dst, const void* symbol, std::size_t count, std::size_t offset, cudaMemcpyKind kind,
-                        cudaStream_t stream, bool async, bool pt, const char* fn) noexcept {
+cudaError_t from_symbol(void* dst, const void* symbol, std::size_t count, std::size_t offset,
+                        cudaMemcpyKind kind, cudaStream_t stream, bool async, bool pt,
+                        const char* fn) noexcept {
   if (cudaError_t e = enter()) return e;
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return reject(cudaErrorInvalidMemcpyDirection, fn, "kind must copy from the device");
   void* src = nullptr;
   if (cudaError_t e = symbol_range(symbol, count, offset, src, fn)) return e;
@@ -271,7 +298,8 @@ cudaError_t cudaHostUnregister(void* ptr) {
 }
 
 cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
-  if (!pDevice) return reject(cudaErrorInvalidValue, "cudaHostGetDevicePointer", "null out-pointer");
+  if (!pDevice)
+    return reject(cudaErrorInvalidValue, "cudaHostGetDevicePointer", "null out-pointer");
   if (cudaError_t e = enter()) return e;
   CUdeviceptr d = 0;
   if (const CUresult r = drv::cuMemHostGetDevicePointer_v2(&d, pHost, flags)) return map(r);
@@ -294,7 +322,8 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
 }
 
 cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
-  if (!devPtr || !pitch) return reject(cudaErrorInvalidValue, "cudaMallocPitch", "null out-pointer");
+  if (!devPtr || !pitch)
+    return reject(cudaErrorInvalidValue, "cudaMallocPitch", "null out-pointer");
   if (cudaError_t e = enter()) return e;
   CUdeviceptr p = 0;
   // The runtime allows any element size; 4 bytes gives the driver's usual alignment.
@@ -312,7 +341,8 @@ cudaError_t cudaMalloc3D(cudaPitchedPtr* pitchedDevPtr, cudaExtent extent) {
   cudaPitchedPtr out{nullptr, 0, extent.width, extent.height};
   if (extent.width && rows) {
     CUdeviceptr p = 0;
-    if (const CUresult r = drv::cuMemAllocPitch_v2(&p, &out.pitch, extent.width, rows, 4)) return map(r);
+    if (const CUresult r = drv::cuMemAllocPitch_v2(&p, &out.pitch, extent.width, rows, 4))
+      return map(r);
     out.ptr = reinterpret_cast<void*>(p);
   }
   *pitchedDevPtr = out;
@@ -330,32 +360,44 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   return copy(dst, src, count, kind, nullptr, false, true, "cudaMemcpy");
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
   return copy(dst, src, count, kind, stream, true, false, "cudaMemcpyAsync");
 }
-cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                                 cudaStream_t stream) {
   return copy(dst, src, count, kind, stream, true, true, "cudaMemcpyAsync");
 }
 
-cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                         cudaMemcpyKind kind) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false, "cudaMemcpy2D");
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height, cudaMemcpyKind kind) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false,
+                 "cudaMemcpy2D");
 }
-cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                              size_t height, cudaMemcpyKind kind) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, true, "cudaMemcpy2D");
+cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, cudaMemcpyKind kind) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, true,
+                 "cudaMemcpy2D");
 }
-cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                              size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, false, "cudaMemcpy2DAsync");
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, false,
+                 "cudaMemcpy2DAsync");
 }
-cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                                   size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, true, "cudaMemcpy2DAsync");
+cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                   size_t width, size_t height, cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, true,
+                 "cudaMemcpy2DAsync");
 }
 
-cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) { return copy_3d(p, nullptr, false, false, "cudaMemcpy3D"); }
-cudaError_t cudaMemcpy3D_ptds(const cudaMemcpy3DParms* p) { return copy_3d(p, nullptr, false, true, "cudaMemcpy3D"); }
+cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) {
+  return copy_3d(p, nullptr, false, false, "cudaMemcpy3D");
+}
+cudaError_t cudaMemcpy3D_ptds(const cudaMemcpy3DParms* p) {
+  return copy_3d(p, nullptr, false, true, "cudaMemcpy3D");
+}
 cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t stream) {
   return copy_3d(p, stream, true, false, "cudaMemcpy3DAsync");
 }
@@ -364,8 +406,8 @@ cudaError_t cudaMemcpy3DAsync_ptsz(const cudaMemcpy3DParms* p, cudaStream_t stre
 }
 
 namespace {
-cudaError_t peer_copy(void* dst, int dstDevice, const void* src, int srcDevice, size_t count, cudaStream_t stream,
-                      bool async, bool pt, const char* fn) {
+cudaError_t peer_copy(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
+                      cudaStream_t stream, bool async, bool pt, const char* fn) {
   if (cudaError_t e = enter()) return e;
   CUcontext dc = nullptr, sc = nullptr;
   if (!core::Core::get().valid_device(dstDevice) || !core::Core::get().valid_device(srcDevice))
@@ -384,13 +426,18 @@ cudaError_t peer_copy(void* dst, int dstDevice, const void* src, int srcDevice, 
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
   return peer_copy(dst, dstDevice, src, srcDevice, count, nullptr, false, false, "cudaMemcpyPeer");
 }
-cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
-                                cudaStream_t stream) {
-  return peer_copy(dst, dstDevice, src, srcDevice, count, stream, true, false, "cudaMemcpyPeerAsync");
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
+                                size_t count, cudaStream_t stream) {
+  return peer_copy(dst, dstDevice, src, srcDevice, count, stream, true, false,
+                   "cudaMemcpyPeerAsync");
 }
 
-cudaError_t cudaMemset(void* devPtr, int value, size_t count) { return memset_1d(devPtr, value, count, nullptr, false, false); }
-cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) { return memset_1d(devPtr, value, count, nullptr, false, true); }
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  return memset_1d(devPtr, value, count, nullptr, false, false);
+}
+cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
+  return memset_1d(devPtr, value, count, nullptr, false, true);
+}
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   return memset_1d(devPtr, value, count, stream, true, false);
 }
@@ -403,11 +450,12 @@ cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, si
 cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
   return memset_2d(devPtr, pitch, value, width, height, nullptr, false, true, "cudaMemset2D");
 }
-cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream) {
   return memset_2d(devPtr, pitch, value, width, height, stream, true, false, "cudaMemset2DAsync");
 }
-cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width, size_t height,
-                                   cudaStream_t stream) {
+cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width,
+                                   size_t height, cudaStream_t stream) {
   return memset_2d(devPtr, pitch, value, width, height, stream, true, true, "cudaMemset2DAsync");
 }
 cudaError_t cudaMemset3D(cudaPitchedPtr p, int value, cudaExtent extent) {
@@ -419,39 +467,48 @@ cudaError_t cudaMemset3D_ptds(cudaPitchedPtr p, int value, cudaExtent extent) {
 cudaError_t cudaMemset3DAsync(cudaPitchedPtr p, int value, cudaExtent extent, cudaStream_t stream) {
   return memset_3d(p, value, extent, stream, true, false, "cudaMemset3DAsync");
 }
-cudaError_t cudaMemset3DAsync_ptsz(cudaPitchedPtr p, int value, cudaExtent extent, cudaStream_t stream) {
+cudaError_t cudaMemset3DAsync_ptsz(cudaPitchedPtr p, int value, cudaExtent extent,
+                                   cudaStream_t stream) {
   return memset_3d(p, value, extent, stream, true, true, "cudaMemset3DAsync");
 }
 
-cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
+                               cudaMemcpyKind kind) {
   return to_symbol(symbol, src, count, offset, kind, nullptr, false, false, "cudaMemcpyToSymbol");
 }
-cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
-                                    cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
+                                    size_t offset, cudaMemcpyKind kind) {
   return to_symbol(symbol, src, count, offset, kind, nullptr, false, true, "cudaMemcpyToSymbol");
 }
-cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
-                                    cudaMemcpyKind kind, cudaStream_t stream) {
-  return to_symbol(symbol, src, count, offset, kind, stream, true, false, "cudaMemcpyToSymbolAsync");
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
+                                    size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
+  return to_symbol(symbol, src, count, offset, kind, stream, true, false,
+                   "cudaMemcpyToSymbolAsync");
 }
-cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count, size_t offset,
-                                         cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count,
+                                         size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
   return to_symbol(symbol, src, count, offset, kind, stream, true, true, "cudaMemcpyToSymbolAsync");
 }
-cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
-  return from_symbol(dst, symbol, count, offset, kind, nullptr, false, false, "cudaMemcpyFromSymbol");
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
+                                 cudaMemcpyKind kind) {
+  return from_symbol(dst, symbol, count, offset, kind, nullptr, false, false,
+                     "cudaMemcpyFromSymbol");
 }
 cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
                                       cudaMemcpyKind kind) {
-  return from_symbol(dst, symbol, count, offset, kind, nullptr, false, true, "cudaMemcpyFromSymbol");
+  return from_symbol(dst, symbol, count, offset, kind, nullptr, false, true,
+                     "cudaMemcpyFromSymbol");
 }
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
                                       cudaMemcpyKind kind, cudaStream_t stream) {
-  return from_symbol(dst, symbol, count, offset, kind, stream, true, false, "cudaMemcpyFromSymbolAsync");
+  return from_symbol(dst, symbol, count, offset, kind, stream, true, false,
+                     "cudaMemcpyFromSymbolAsync");
 }
-cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count, size_t offset,
-                                           cudaMemcpyKind kind, cudaStream_t stream) {
-  return from_symbol(dst, symbol, count, offset, kind, stream, true, true, "cudaMemcpyFromSymbolAsync");
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
+                                           size_t offset, cudaMemcpyKind kind,
+                                           cudaStream_t stream) {
+  return from_symbol(dst, symbol, count, offset, kind, stream, true, true,
+                     "cudaMemcpyFromSymbolAsync");
 }
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
@@ -459,7 +516,8 @@ cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
   if (cudaError_t e = enter()) return e;
   CUdeviceptr p = 0;
   std::size_t size = 0;
-  if (cudaError_t e = symbol_address(symbol, p, size)) return reject(e, "cudaGetSymbolAddress", "unknown symbol");
+  if (cudaError_t e = symbol_address(symbol, p, size))
+    return reject(e, "cudaGetSymbolAddress", "unknown symbol");
   *devPtr = reinterpret_cast<void*>(p);
   return cudaSuccess;
 }
@@ -468,21 +526,24 @@ cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
   if (!size) return reject(cudaErrorInvalidValue, "cudaGetSymbolSize", "null out-pointer");
   if (cudaError_t e = enter()) return e;
   CUdeviceptr p = 0;
-  if (cudaError_t e = symbol_address(symbol, p, *size)) return reject(e, "cudaGetSymbolSize", "unknown symbol");
+  if (cudaError_t e = symbol_address(symbol, p, *size))
+    return reject(e, "cudaGetSymbolSize", "unknown symbol");
   return cudaSuccess;
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
-  if (!attributes) return reject(cudaErrorInvalidValue, "cudaPointerGetAttributes", "null out-pointer");
+  if (!attributes)
+    return reject(cudaErrorInvalidValue, "cudaPointerGetAttributes", "null out-pointer");
   if (cudaError_t e = enter()) return e;
   unsigned type = 0;
   int ordinal = -2;
   CUdeviceptr dev = 0;
   void* host = nullptr;
   int managed = 0;
-  CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                 CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_HOST_POINTER,
-                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  CUpointer_attribute which[] = {
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+      CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+      CU_POINTER_ATTRIBUTE_IS_MANAGED};
   void* data[] = {&type, &ordinal, &dev, &host, &managed};
   if (const CUresult r = drv::cuPointerGetAttributes(5, which, data, dptr(ptr))) return map(r);
   cudaPointerAttributes a{};
@@ -526,13 +587,19 @@ cudaError_t free_async(void* p, cudaStream_t stream, bool pt) {
   if (cudaError_t e = enter()) return e;
   // Frees once the work queued before it has finished: synchronously on the mock
   // (the program cannot tell, except that the call may wait).
-  if (const CUresult r = pt ? drv::cuStreamSynchronize_ptsz(stream) : drv::cuStreamSynchronize(stream)) return map(r);
+  if (const CUresult r =
+          pt ? drv::cuStreamSynchronize_ptsz(stream) : drv::cuStreamSynchronize(stream))
+    return map(r);
   return map(drv::cuMemFree_v2(dptr(p)));
 }
 }  // namespace
 
-cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t stream) { return malloc_async(p, size, stream, false); }
-cudaError_t cudaMallocAsync_ptsz(void** p, size_t size, cudaStream_t stream) { return malloc_async(p, size, stream, true); }
+cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t stream) {
+  return malloc_async(p, size, stream, false);
+}
+cudaError_t cudaMallocAsync_ptsz(void** p, size_t size, cudaStream_t stream) {
+  return malloc_async(p, size, stream, true);
+}
 cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) { return free_async(p, stream, false); }
 cudaError_t cudaFreeAsync_ptsz(void* p, cudaStream_t stream) { return free_async(p, stream, true); }
 

@@ -46,7 +46,7 @@ struct Registry {
   std::mutex mutex;
   std::map<void**, std::unique_ptr<Module>> modules;
   std::unordered_map<const void*, std::unique_ptr<Function>> functions;  // by host stub
-  std::unordered_map<const void*, SymbolEntry> symbols;                   // by host shadow
+  std::unordered_map<const void*, SymbolEntry> symbols;                  // by host shadow
   // Device copies of symbols, per context they were created in.
   std::map<std::pair<const void*, CUcontext>, CUdeviceptr> copies;
 };
@@ -78,7 +78,8 @@ bool is_kernel_handle(const void* k) {
 }
 
 // Launch of a registered kernel: no backend runs nvcc-compiled device code yet.
-cudaError_t launch_registered(Function& fn, dim3 grid, dim3 block, cudaStream_t stream, bool pt, const char* api) {
+cudaError_t launch_registered(Function& fn, dim3 grid, dim3 block, cudaStream_t stream, bool pt,
+                              const char* api) {
   if (cudaError_t e = enter()) return e;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
     return reject(cudaErrorInvalidConfiguration, api, "a grid or block dimension is 0");
@@ -164,8 +165,8 @@ void __cudaRegisterFatBinaryEnd(void** fatCubinHandle) {
     std::size_t fns = 0, vars = 0;
     for (const auto& [stub, fn] : r.functions) fns += fn->module == fatCubinHandle;
     for (const auto& [host, v] : r.symbols) vars += v.module == fatCubinHandle;
-    log::get()->debug("registered fat binary {}: {} kernels, {} variables", static_cast<void*>(fatCubinHandle),
-                      fns, vars);
+    log::get()->debug("registered fat binary {}: {} kernels, {} variables",
+                      static_cast<void*>(fatCubinHandle), fns, vars);
   } catch (...) {
   }
 }
@@ -181,8 +182,8 @@ void __cudaUnregisterFatBinary(void** fatCubinHandle) {
   delete fatCubinHandle;
 }
 
-void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun, const char* deviceName,
-                            int, uint3*, uint3*, dim3*, dim3*, int*) {
+void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                            const char* deviceName, int, uint3*, uint3*, dim3*, dim3*, int*) {
   auto fn = std::make_unique<Function>();
   fn->module = fatCubinHandle;
   fn->host_stub = hostFun;
@@ -192,8 +193,8 @@ void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* de
   r.functions[hostFun] = std::move(fn);
 }
 
-void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char*, const char* deviceName, int, size_t size,
-                       int constant, int) {
+void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char*, const char* deviceName, int,
+                       size_t size, int constant, int) {
   SymbolEntry e;
   e.module = fatCubinHandle;
   e.sym.name = deviceName;
@@ -205,8 +206,8 @@ void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char*, const char* 
   r.symbols[hostVar] = e;
 }
 
-void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, char*, const char* deviceName, int,
-                              size_t size, int constant, int) {
+void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, char*,
+                              const char* deviceName, int, size_t size, int constant, int) {
   SymbolEntry e;
   e.module = fatCubinHandle;
   e.sym.name = deviceName;
@@ -227,23 +228,29 @@ char __cudaInitModule(void** fatCubinHandle) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   for (auto& [host, e] : r.symbols) {
-    if (e.module != fatCubinHandle || !e.sym.managed || !e.sym.managed_slot || *e.sym.managed_slot) continue;
+    if (e.module != fatCubinHandle || !e.sym.managed || !e.sym.managed_slot || *e.sym.managed_slot)
+      continue;
     CUdeviceptr p = 0;
-    if (drv::cuMemAllocManaged(&p, e.sym.size ? e.sym.size : 1, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS) return 0;
+    if (drv::cuMemAllocManaged(&p, e.sym.size ? e.sym.size : 1, CU_MEM_ATTACH_GLOBAL) !=
+        CUDA_SUCCESS)
+      return 0;
     std::memset(reinterpret_cast<void*>(p), 0, e.sym.size);
     *e.sym.managed_slot = reinterpret_cast<void*>(p);
   }
   return 1;
 }
 
-unsigned int __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, CUstream_st* stream) {
+unsigned int __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                         CUstream_st* stream) {
   t_configs.push_back({gridDim, blockDim, sharedMem, stream});
   return 0;
 }
 
-cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
+cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
+                                       void* stream) {
   if (t_configs.empty())
-    return reject(cudaErrorMissingConfiguration, "__cudaPopCallConfiguration", "no pushed launch configuration");
+    return reject(cudaErrorMissingConfiguration, "__cudaPopCallConfiguration",
+                  "no pushed launch configuration");
   const LaunchConfig c = t_configs.back();
   t_configs.pop_back();
   if (gridDim) *gridDim = c.grid;
@@ -256,37 +263,44 @@ cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sh
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* entryFuncAddr) {
   if (!kernel) return reject(cudaErrorInvalidValue, "__cudaGetKernel", "null out-pointer");
   Function* fn = find_function(entryFuncAddr);
-  if (!fn) return reject(cudaErrorInvalidDeviceFunction, "__cudaGetKernel", "not a registered kernel");
+  if (!fn)
+    return reject(cudaErrorInvalidDeviceFunction, "__cudaGetKernel", "not a registered kernel");
   // Our kernel handle for a registered stub is its registry record.
   *kernel = reinterpret_cast<cudaKernel_t>(fn);
   return cudaSuccess;
 }
 
 namespace {
-cudaError_t launch_kernel_handle(cudaKernel_t kernel, dim3 grid, dim3 block, cudaStream_t stream, bool pt) {
+cudaError_t launch_kernel_handle(cudaKernel_t kernel, dim3 grid, dim3 block, cudaStream_t stream,
+                                 bool pt) {
   if (!kernel || !is_kernel_handle(kernel))
     return reject(cudaErrorInvalidResourceHandle, "__cudaLaunchKernel", "not a kernel handle");
-  return launch_registered(*reinterpret_cast<Function*>(kernel), grid, block, stream, pt, "__cudaLaunchKernel");
+  return launch_registered(*reinterpret_cast<Function*>(kernel), grid, block, stream, pt,
+                           "__cudaLaunchKernel");
 }
 cudaError_t launch_stub(const void* func, dim3 grid, dim3 block, cudaStream_t stream, bool pt) {
   if (cudaError_t e = enter()) return e;
   Function* fn = find_function(func);
-  if (!fn) return reject(cudaErrorInvalidDeviceFunction, "cudaLaunchKernel", "not a registered kernel");
+  if (!fn)
+    return reject(cudaErrorInvalidDeviceFunction, "cudaLaunchKernel", "not a registered kernel");
   return launch_registered(*fn, grid, block, stream, pt, "cudaLaunchKernel");
 }
 }  // namespace
 
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t, cudaStream_t stream) {
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t,
+                               cudaStream_t stream) {
   return launch_kernel_handle(kernel, gridDim, blockDim, stream, false);
 }
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t,
-                                    cudaStream_t stream) {
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**,
+                                    size_t, cudaStream_t stream) {
   return launch_kernel_handle(kernel, gridDim, blockDim, stream, true);
 }
-cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t, cudaStream_t stream) {
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t,
+                             cudaStream_t stream) {
   return launch_stub(func, gridDim, blockDim, stream, false);
 }
-cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t, cudaStream_t stream) {
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t,
+                                  cudaStream_t stream) {
   return launch_stub(func, gridDim, blockDim, stream, true);
 }
 

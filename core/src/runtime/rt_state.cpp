@@ -64,7 +64,8 @@ struct ErrorText {
   const char* text;
 };
 constexpr ErrorText kRuntimeOnlyTexts[] = {
-    {cudaErrorInvalidConfiguration, "the launch configuration (grid, block or shared memory) is not valid for the device"},
+    {cudaErrorInvalidConfiguration,
+     "the launch configuration (grid, block or shared memory) is not valid for the device"},
     {cudaErrorInvalidPitchValue, "a pitch is smaller than the row width or larger than allowed"},
     {cudaErrorInvalidSymbol, "the symbol is not a registered __device__ or __constant__ variable"},
     {cudaErrorInvalidHostPointer, "the host pointer is not valid for this call"},
@@ -72,7 +73,8 @@ constexpr ErrorText kRuntimeOnlyTexts[] = {
     {cudaErrorInvalidTexture, "the texture is not valid"},
     {cudaErrorInvalidTextureBinding, "the texture binding is not valid"},
     {cudaErrorInvalidChannelDescriptor, "the channel descriptor is not valid"},
-    {cudaErrorInvalidMemcpyDirection, "the copy kind is not a cudaMemcpyKind, or does not match the pointers"},
+    {cudaErrorInvalidMemcpyDirection,
+     "the copy kind is not a cudaMemcpyKind, or does not match the pointers"},
     {cudaErrorAddressOfConstant, "the address of a constant variable cannot be taken (deprecated)"},
     {cudaErrorTextureFetchFailed, "a texture fetch failed (deprecated)"},
     {cudaErrorTextureNotBound, "the texture is not bound (deprecated)"},
@@ -81,13 +83,15 @@ constexpr ErrorText kRuntimeOnlyTexts[] = {
     {cudaErrorInvalidNormSetting, "normalised reads are not allowed for this format"},
     {cudaErrorMixedDeviceExecution, "device code and emulation mixed (deprecated)"},
     {cudaErrorNotYetImplemented, "not implemented (deprecated)"},
-    {cudaErrorMemoryValueTooLarge, "an emulated device pointer exceeds the 32-bit range (deprecated)"},
+    {cudaErrorMemoryValueTooLarge,
+     "an emulated device pointer exceeds the 32-bit range (deprecated)"},
     {cudaErrorInsufficientDriver, "the installed driver is older than this runtime"},
     {cudaErrorInvalidSurface, "the surface is not valid"},
     {cudaErrorDuplicateVariableName, "two registered variables share one name"},
     {cudaErrorDuplicateTextureName, "two registered textures share one name"},
     {cudaErrorDuplicateSurfaceName, "two registered surfaces share one name"},
-    {cudaErrorIncompatibleDriverContext, "the current driver context was not created by a compatible runtime"},
+    {cudaErrorIncompatibleDriverContext,
+     "the current driver context was not created by a compatible runtime"},
     {cudaErrorMissingConfiguration, "a launch was requested without a launch configuration"},
     {cudaErrorPriorLaunchFailure, "an earlier launch failed (deprecated)"},
     {cudaErrorLaunchMaxDepthExceeded, "device-side launches nest deeper than allowed"},
@@ -95,15 +99,18 @@ constexpr ErrorText kRuntimeOnlyTexts[] = {
     {cudaErrorLaunchFileScopedSurf, "device-side launches cannot use file-scoped surfaces"},
     {cudaErrorSyncDepthExceeded, "device-side synchronisation nests deeper than allowed"},
     {cudaErrorLaunchPendingCountExceeded, "too many device-side launches are pending"},
-    {cudaErrorInvalidDeviceFunction, "the function is not a registered kernel, or has no code for the device"},
-    {cudaErrorSoftwareValidityNotEstablished, "the software validity of the device is not established"},
+    {cudaErrorInvalidDeviceFunction,
+     "the function is not a registered kernel, or has no code for the device"},
+    {cudaErrorSoftwareValidityNotEstablished,
+     "the software validity of the device is not established"},
     {cudaErrorStartupFailure, "the runtime failed to start up"},
     {cudaErrorApiFailureBase, "an API failure (deprecated base value)"},
 };
 
 const char* error_name(cudaError_t e) noexcept {
-  const auto it = std::lower_bound(std::begin(kErrorNames), std::end(kErrorNames), static_cast<int>(e),
-                                   [](const ErrorName& n, int v) { return n.value < v; });
+  const auto it =
+      std::lower_bound(std::begin(kErrorNames), std::end(kErrorNames), static_cast<int>(e),
+                       [](const ErrorName& n, int v) { return n.value < v; });
   return it != std::end(kErrorNames) && it->value == static_cast<int>(e) ? it->name : nullptr;
 }
 
@@ -154,11 +161,13 @@ void record_error(cudaError_t error) noexcept {
     const int dev = current_device();
     if (dev >= 0 && dev < kMaxDevices) {
       int expected = cudaSuccess;
-      if (rt_devices()[static_cast<std::size_t>(dev)].sticky.compare_exchange_strong(expected, error)) {
+      if (rt_devices()[static_cast<std::size_t>(dev)].sticky.compare_exchange_strong(expected,
+                                                                                     error)) {
         detail::g_epoch.fetch_add(1, std::memory_order_relaxed);
         try {
-          log::get()->error("device {}: sticky error {}: the context is unusable until cudaDeviceReset",
-                            dev, error_name(error) ? error_name(error) : "?");
+          log::get()->error(
+              "device {}: sticky error {}: the context is unusable until cudaDeviceReset", dev,
+              error_name(error) ? error_name(error) : "?");
         } catch (...) {
         }
       }
@@ -171,13 +180,15 @@ cudaError_t sticky_error(int device) noexcept {
   return static_cast<cudaError_t>(rt_devices()[static_cast<std::size_t>(device)].sticky.load());
 }
 void clear_sticky(int device) noexcept {
-  if (device >= 0 && device < kMaxDevices) rt_devices()[static_cast<std::size_t>(device)].sticky.store(cudaSuccess);
+  if (device >= 0 && device < kMaxDevices)
+    rt_devices()[static_cast<std::size_t>(device)].sticky.store(cudaSuccess);
 }
 
 cudaError_t not_supported(std::atomic<bool>& logged, const char* symbol) noexcept {
   if (!logged.exchange(true, std::memory_order_relaxed)) {
     try {
-      log::get()->warn("{} is not supported by cudamux yet: returning cudaErrorNotSupported", symbol);
+      log::get()->warn("{} is not supported by cudamux yet: returning cudaErrorNotSupported",
+                       symbol);
     } catch (...) {
     }
   }
@@ -186,7 +197,8 @@ cudaError_t not_supported(std::atomic<bool>& logged, const char* symbol) noexcep
 }
 
 cudaError_t on_exception(const char* symbol) noexcept {
-  return api::on_exception(symbol) == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cudaErrorUnknown;
+  return api::on_exception(symbol) == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation
+                                                               : cudaErrorUnknown;
 }
 
 void trace_call(const char* symbol, const std::string& args, cudaError_t result,
@@ -210,7 +222,8 @@ cudaError_t ensure_init() noexcept {
 
 cudaError_t primary_context(int device, CUcontext& out) noexcept {
   if (cudaError_t e = ensure_init()) return e;
-  if (!core::Core::get().valid_device(device) || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  if (!core::Core::get().valid_device(device) || device >= kMaxDevices)
+    return cudaErrorInvalidDevice;
   RtDevice& d = rt_devices()[static_cast<std::size_t>(device)];
   std::lock_guard lock(d.mutex);
   CUcontext h = nullptr;
@@ -296,19 +309,23 @@ const char* cudaGetErrorString(cudaError_t error) {
   if (error_name(error)) {
     // Same value in both APIs: the driver's description of the same condition.
     const char* text = nullptr;
-    if (cudamux::impl::cuGetErrorString(static_cast<CUresult>(error), &text) == CUDA_SUCCESS && text) return text;
+    if (cudamux::impl::cuGetErrorString(static_cast<CUresult>(error), &text) == CUDA_SUCCESS &&
+        text)
+      return text;
   }
   return "unrecognized error code";
 }
 
 cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
-  if (!runtimeVersion) return reject(cudaErrorInvalidValue, "cudaRuntimeGetVersion", "null out-pointer");
+  if (!runtimeVersion)
+    return reject(cudaErrorInvalidValue, "cudaRuntimeGetVersion", "null out-pointer");
   *runtimeVersion = CUDART_VERSION;
   return cudaSuccess;
 }
 
 cudaError_t cudaDriverGetVersion(int* driverVersion) {
-  if (!driverVersion) return reject(cudaErrorInvalidValue, "cudaDriverGetVersion", "null out-pointer");
+  if (!driverVersion)
+    return reject(cudaErrorInvalidValue, "cudaDriverGetVersion", "null out-pointer");
   return map(cudamux::impl::cuDriverGetVersion(driverVersion));
 }
 

@@ -9,10 +9,10 @@ namespace cudamux::rt::impl {
 namespace drv = cudamux::impl;
 
 // Every function here has the same shape: bind the thread's context, call the driver.
-#define CUDAMUX_RT_CALL(expr)                  \
-  do {                                         \
-    if (cudaError_t e_ = enter()) return e_;   \
-    return map(expr);                          \
+#define CUDAMUX_RT_CALL(expr)                \
+  do {                                       \
+    if (cudaError_t e_ = enter()) return e_; \
+    return map(expr);                        \
   } while (0)
 
 cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
@@ -20,24 +20,34 @@ cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
   CUDAMUX_RT_CALL(drv::cuStreamCreate(pStream, CU_STREAM_DEFAULT));
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
-  if (!pStream) return reject(cudaErrorInvalidValue, "cudaStreamCreateWithFlags", "null out-pointer");
-  CUDAMUX_RT_CALL(drv::cuStreamCreate(pStream, flags));  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
+  if (!pStream)
+    return reject(cudaErrorInvalidValue, "cudaStreamCreateWithFlags", "null out-pointer");
+  CUDAMUX_RT_CALL(
+      drv::cuStreamCreate(pStream, flags));  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
 }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
-  if (!pStream) return reject(cudaErrorInvalidValue, "cudaStreamCreateWithPriority", "null out-pointer");
+  if (!pStream)
+    return reject(cudaErrorInvalidValue, "cudaStreamCreateWithPriority", "null out-pointer");
   CUDAMUX_RT_CALL(drv::cuStreamCreateWithPriority(pStream, flags, priority));
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (cudaError_t e = enter()) return e;
   // The default streams are not objects the program owns.
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
-    return reject(cudaErrorInvalidResourceHandle, "cudaStreamDestroy", "a default stream cannot be destroyed");
+    return reject(cudaErrorInvalidResourceHandle, "cudaStreamDestroy",
+                  "a default stream cannot be destroyed");
   return map(drv::cuStreamDestroy_v2(stream));
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream) { CUDAMUX_RT_CALL(drv::cuStreamQuery(stream)); }
-cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { CUDAMUX_RT_CALL(drv::cuStreamQuery_ptsz(stream)); }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) { CUDAMUX_RT_CALL(drv::cuStreamSynchronize(stream)); }
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { CUDAMUX_RT_CALL(drv::cuStreamSynchronize_ptsz(stream)); }
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
+  CUDAMUX_RT_CALL(drv::cuStreamQuery_ptsz(stream));
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  CUDAMUX_RT_CALL(drv::cuStreamSynchronize(stream));
+}
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  CUDAMUX_RT_CALL(drv::cuStreamSynchronize_ptsz(stream));
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   CUDAMUX_RT_CALL(drv::cuStreamWaitEvent(stream, event, flags));
 }
@@ -46,16 +56,17 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, uns
 }
 // cudaStreamCallback_t and CUstreamCallback differ only in the enum of their status
 // argument (same values, same representation).
-cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
-                                  unsigned int flags) {
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                  void* userData, unsigned int flags) {
   if (!callback) return reject(cudaErrorInvalidValue, "cudaStreamAddCallback", "null callback");
-  CUDAMUX_RT_CALL(drv::cuStreamAddCallback(stream, reinterpret_cast<CUstreamCallback>(callback), userData, flags));
+  CUDAMUX_RT_CALL(drv::cuStreamAddCallback(stream, reinterpret_cast<CUstreamCallback>(callback),
+                                           userData, flags));
 }
-cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
-                                       unsigned int flags) {
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+                                       void* userData, unsigned int flags) {
   if (!callback) return reject(cudaErrorInvalidValue, "cudaStreamAddCallback", "null callback");
-  CUDAMUX_RT_CALL(
-      drv::cuStreamAddCallback_ptsz(stream, reinterpret_cast<CUstreamCallback>(callback), userData, flags));
+  CUDAMUX_RT_CALL(drv::cuStreamAddCallback_ptsz(
+      stream, reinterpret_cast<CUstreamCallback>(callback), userData, flags));
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
   CUDAMUX_RT_CALL(drv::cuLaunchHostFunc(stream, fn, userData));
@@ -63,19 +74,27 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userD
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
   CUDAMUX_RT_CALL(drv::cuLaunchHostFunc_ptsz(stream, fn, userData));
 }
-cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* flags) { CUDAMUX_RT_CALL(drv::cuStreamGetFlags(s, flags)); }
+cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* flags) {
+  CUDAMUX_RT_CALL(drv::cuStreamGetFlags(s, flags));
+}
 cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t s, unsigned int* flags) {
   CUDAMUX_RT_CALL(drv::cuStreamGetFlags_ptsz(s, flags));
 }
-cudaError_t cudaStreamGetPriority(cudaStream_t s, int* priority) { CUDAMUX_RT_CALL(drv::cuStreamGetPriority(s, priority)); }
+cudaError_t cudaStreamGetPriority(cudaStream_t s, int* priority) {
+  CUDAMUX_RT_CALL(drv::cuStreamGetPriority(s, priority));
+}
 cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t s, int* priority) {
   CUDAMUX_RT_CALL(drv::cuStreamGetPriority_ptsz(s, priority));
 }
-cudaError_t cudaStreamGetDevice(cudaStream_t s, int* device) { CUDAMUX_RT_CALL(drv::cuStreamGetDevice(s, device)); }
+cudaError_t cudaStreamGetDevice(cudaStream_t s, int* device) {
+  CUDAMUX_RT_CALL(drv::cuStreamGetDevice(s, device));
+}
 cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t s, int* device) {
   CUDAMUX_RT_CALL(drv::cuStreamGetDevice_ptsz(s, device));
 }
-cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) { CUDAMUX_RT_CALL(drv::cuStreamGetId(s, id)); }
+cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
+  CUDAMUX_RT_CALL(drv::cuStreamGetId(s, id));
+}
 cudaError_t cudaStreamGetId_ptsz(cudaStream_t s, unsigned long long* id) {
   CUDAMUX_RT_CALL(drv::cuStreamGetId_ptsz(s, id));
 }
@@ -88,18 +107,23 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (!event) return reject(cudaErrorInvalidValue, "cudaEventCreateWithFlags", "null out-pointer");
   CUDAMUX_RT_CALL(drv::cuEventCreate(event, flags));  // cudaEvent* flag bits equal CU_EVENT_*
 }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { CUDAMUX_RT_CALL(drv::cuEventRecord(event, stream)); }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  CUDAMUX_RT_CALL(drv::cuEventRecord(event, stream));
+}
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
   CUDAMUX_RT_CALL(drv::cuEventRecord_ptsz(event, stream));
 }
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
   CUDAMUX_RT_CALL(drv::cuEventRecordWithFlags(event, stream, flags));
 }
-cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                          unsigned int flags) {
   CUDAMUX_RT_CALL(drv::cuEventRecordWithFlags_ptsz(event, stream, flags));
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) { CUDAMUX_RT_CALL(drv::cuEventQuery(event)); }
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { CUDAMUX_RT_CALL(drv::cuEventSynchronize(event)); }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  CUDAMUX_RT_CALL(drv::cuEventSynchronize(event));
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   CUDAMUX_RT_CALL(drv::cuEventElapsedTime_v2(ms, start, end));
 }
