@@ -124,7 +124,7 @@ be::Status HiprtcCompiler::compile(const be::CompileRequest& rq, be::CompileResu
   for (const char* h : kEmptyHeaders) {
     if (std::find(header_names.begin(), header_names.end(), h) == header_names.end()) {
       header_names.emplace_back(h);
-      header_texts.emplace_back("");
+      header_texts.emplace_back("// provided empty by cudamux: hipRTC declares what it would\n");
     }
   }
   std::vector<const char*> hn, ht;

@@ -10,7 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -361,15 +363,32 @@ class HipDevices final : public be::Devices {
 
   be::Status attribute(int ordinal, CUdevice_attribute attr, int& value) const override {
     if (!valid(ordinal)) return status(hipErrorInvalidDevice);
+    // Device attributes do not change while the process runs, and the core asks for
+    // several on every launch: each is asked from HIP once.
+    const auto index = static_cast<std::size_t>(attr);
+    auto* cached = index < kAttributeCache ? &cache_[static_cast<std::size_t>(ordinal)][index] : nullptr;
+    if (cached != nullptr) {
+      const std::int64_t c = cached->load(std::memory_order_relaxed);
+      if (c == kNoAnswer) return kNotSupported;
+      if (c != kUnknown) {
+        value = static_cast<int>(c);
+        return be::kOk;
+      }
+    }
     const auto h = mapping::to_hip(Table::device_attribute, attr);
-    if (!h) return kNotSupported;
+    if (!h) {
+      if (cached != nullptr) cached->store(kNoAnswer, std::memory_order_relaxed);
+      return kNotSupported;
+    }
     const hipError_t e = api_->hipDeviceGetAttribute(&value, static_cast<hipDeviceAttribute_t>(*h), ordinal);
     // HIP rejects attributes it lists but cannot answer on AMD ("Cuda only") as invalid.
     if (e == hipErrorInvalidValue || e == hipErrorNotSupported) {
       log_.debug("hip backend: hipDeviceGetAttribute({}) returned {}: not supported",
                  mapping::by_hip(Table::device_attribute, *h)->hip_name, static_cast<int>(e));
+      if (cached != nullptr) cached->store(kNoAnswer, std::memory_order_relaxed);
       return kNotSupported;
     }
+    if (e == hipSuccess && cached != nullptr) cached->store(value, std::memory_order_relaxed);
     return status(e);
   }
 
@@ -386,9 +405,20 @@ class HipDevices final : public be::Devices {
   }
 
  private:
+  static constexpr std::size_t kAttributeCache = CU_DEVICE_ATTRIBUTE_MAX;
+  static constexpr std::int64_t kUnknown = INT64_MIN;        // not asked yet
+  static constexpr std::int64_t kNoAnswer = INT64_MIN + 1;   // HIP cannot answer it
+  using AttributeCache = std::array<std::atomic<std::int64_t>, kAttributeCache>;
+
   const HipApi* api_;
   const std::vector<DeviceInfo> devices_;
   spdlog::logger& log_;
+  mutable std::unique_ptr<AttributeCache[]> cache_ = [this] {
+    auto c = std::make_unique<AttributeCache[]>(devices_.size());
+    for (std::size_t d = 0; d < devices_.size(); ++d)
+      for (auto& a : c[d]) a.store(kUnknown, std::memory_order_relaxed);
+    return c;
+  }();
 };
 
 // --- contexts ---

@@ -1,0 +1,810 @@
+// A fake HIP runtime for testing the hip backend without an AMD GPU: every hip* entry
+// point the plugin uses (plugins/hip/src/hip_functions.inc), backed by host memory, with
+// real asynchronous streams (one worker thread each), and a log of every call with its
+// arguments, pointers and handles named symbolically (dev1+0x10, stream2) so that logs
+// are comparable across runs (golden files). Test hooks: fakehip_* below.
+//
+// Environment: FAKE_HIP_DEVICES (default 1; 0: hipInit returns hipErrorNoDevice),
+// FAKE_HIP_MEMORY (bytes per device, default 1 GiB), FAKE_HIP_ARCH (gcnArchName,
+// default "gfx90a:sramecc+:xnack-"), FAKE_HIP_LOG (also append every line to this file),
+// FAKE_HIP_QUIET=1 (keep no log).
+#define __HIP_PLATFORM_AMD__
+#include <elf.h>
+#include <hip/hip_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define FAKE_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Alloc {
+  std::size_t size;
+  std::string kind;  // dev, host, managed, reg
+  int id;
+  int device;
+  bool owned;  // memory the fake allocated (freed on release)
+};
+
+struct State {
+  std::mutex mu;  // everything below
+  std::vector<std::string> log;
+  std::map<std::uintptr_t, Alloc> allocs;
+  std::map<std::string, std::pair<int, int>> inject;  // function -> (error, remaining)
+  std::map<const void*, std::string> handles;           // streams, events, modules, functions
+  std::vector<std::size_t> used;                        // per device
+  int next_id = 1;
+  int devices = 1;
+  std::size_t memory = std::size_t{1} << 30;
+  std::string arch = "gfx90a:sramecc+:xnack-";
+  FILE* file = nullptr;
+  State() {
+    if (const char* v = std::getenv("FAKE_HIP_DEVICES")) devices = std::atoi(v);
+    if (const char* v = std::getenv("FAKE_HIP_MEMORY")) memory = std::strtoull(v, nullptr, 0);
+    if (const char* v = std::getenv("FAKE_HIP_ARCH")) arch = v;
+    if (const char* v = std::getenv("FAKE_HIP_LOG"); v && *v) file = std::fopen(v, "a");
+    used.assign(static_cast<std::size_t>(devices > 0 ? devices : 0), 0);
+  }
+};
+State& S() {
+  static State* s = new State();  // never destroyed: stream workers may outlive main
+  return *s;
+}
+thread_local int t_current = 0;
+
+// Events complete on stream workers; one condition variable for all of them.
+std::mutex g_event_mu;
+std::condition_variable g_event_cv;
+
+std::string name_of_locked(const void* p) {
+  State& s = S();
+  if (p == nullptr) return "null";
+  if (auto h = s.handles.find(p); h != s.handles.end()) return h->second;
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  auto it = s.allocs.upper_bound(v);
+  if (it != s.allocs.begin()) {
+    --it;
+    if (v - it->first < std::max<std::size_t>(it->second.size, 1)) {
+      char buf[64];
+      const auto off = v - it->first;
+      if (off == 0) std::snprintf(buf, sizeof buf, "%s%d", it->second.kind.c_str(), it->second.id);
+      else std::snprintf(buf, sizeof buf, "%s%d+0x%zx", it->second.kind.c_str(), it->second.id, static_cast<std::size_t>(off));
+      return buf;
+    }
+  }
+  return "hostmem";  // memory the fake does not know: the program's pageable memory
+}
+std::string N(const void* p) {
+  std::lock_guard lock(S().mu);
+  return name_of_locked(p);
+}
+
+const char* err_name(hipError_t e) {
+  switch (e) {
+    case hipSuccess: return "hipSuccess";
+    case hipErrorInvalidValue: return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
+    case hipErrorNoDevice: return "hipErrorNoDevice";
+    case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
+    case hipErrorInvalidImage: return "hipErrorInvalidImage";
+    case hipErrorNotFound: return "hipErrorNotFound";
+    case hipErrorNotReady: return "hipErrorNotReady";
+    case hipErrorNotSupported: return "hipErrorNotSupported";
+    case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
+    case hipErrorHostMemoryAlreadyRegistered: return "hipErrorHostMemoryAlreadyRegistered";
+    case hipErrorHostMemoryNotRegistered: return "hipErrorHostMemoryNotRegistered";
+    default: {
+      static thread_local char buf[32];
+      std::snprintf(buf, sizeof buf, "hipError_t(%d)", static_cast<int>(e));
+      return buf;
+    }
+  }
+}
+
+// FAKE_HIP_QUIET=1 (benchmarks): nothing is kept, so the log cannot grow without bound.
+const bool g_quiet = [] {
+  const char* v = std::getenv("FAKE_HIP_QUIET");
+  return v != nullptr && *v == '1';
+}();
+
+void record(const std::string& line) {
+  if (g_quiet) return;
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  s.log.push_back(line);
+  if (s.file) {
+    std::fprintf(s.file, "%s\n", line.c_str());
+    std::fflush(s.file);
+  }
+}
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+// An injected failure for `fn`, if one is pending.
+bool injected(const char* fn, hipError_t& e) {
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  auto it = s.inject.find(fn);
+  if (it == s.inject.end() || it->second.second == 0) return false;
+  e = static_cast<hipError_t>(it->second.first);
+  if (it->second.second > 0) --it->second.second;
+  return true;
+}
+
+// Logs "fn(args) -> result" and returns the result.
+hipError_t done(const char* fn, const std::string& args, hipError_t e, const std::string& out = "") {
+  record(std::string(fn) + "(" + args + ") -> " + err_name(e) + (out.empty() ? "" : " " + out));
+  return e;
+}
+
+#define FAKE_INJECT(fn, args)                        \
+  do {                                               \
+    hipError_t injected_error_;                      \
+    if (injected(fn, injected_error_)) return done(fn, args, injected_error_); \
+  } while (0)
+
+const char* kind_name(hipMemcpyKind k) {
+  switch (k) {
+    case hipMemcpyHostToHost: return "HostToHost";
+    case hipMemcpyHostToDevice: return "HostToDevice";
+    case hipMemcpyDeviceToHost: return "DeviceToHost";
+    case hipMemcpyDeviceToDevice: return "DeviceToDevice";
+    case hipMemcpyDefault: return "Default";
+  }
+  return "?";
+}
+
+// --- streams: a worker thread runs each stream's operations in order ---
+struct Stream {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> ops;
+  std::uint64_t submitted = 0, completed = 0;
+  bool closing = false;
+  int device = 0;
+
+  void submit(std::function<void()> op) {
+    {
+      std::lock_guard lock(mu);
+      ops.push_back(std::move(op));
+      ++submitted;
+    }
+    cv.notify_all();
+  }
+  static void run(std::shared_ptr<Stream> self) {
+    for (;;) {
+      std::function<void()> op;
+      {
+        std::unique_lock lock(self->mu);
+        self->cv.wait(lock, [&] { return !self->ops.empty() || self->closing; });
+        if (self->ops.empty()) return;  // closing and drained
+        op = std::move(self->ops.front());
+        self->ops.pop_front();
+      }
+      op();
+      {
+        std::lock_guard lock(self->mu);
+        ++self->completed;
+      }
+      self->cv.notify_all();
+    }
+  }
+  void wait_idle() {
+    std::unique_lock lock(mu);
+    const auto target = submitted;
+    cv.wait(lock, [&] { return completed >= target; });
+  }
+  bool idle() {
+    std::lock_guard lock(mu);
+    return completed == submitted;
+  }
+};
+std::mutex g_streams_mu;
+std::map<hipStream_t, std::shared_ptr<Stream>> g_streams;
+
+std::shared_ptr<Stream> stream_of(hipStream_t s) {
+  std::lock_guard lock(g_streams_mu);
+  auto it = g_streams.find(s);
+  return it == g_streams.end() ? nullptr : it->second;
+}
+
+struct Event {
+  unsigned flags = 0;
+  std::uint64_t recorded = 0;  // records submitted
+  std::uint64_t done = 0;      // records completed
+  Clock::time_point when{};
+};
+std::mutex g_events_mu;
+std::map<hipEvent_t, std::shared_ptr<Event>> g_events;
+std::shared_ptr<Event> event_of(hipEvent_t e) {
+  std::lock_guard lock(g_events_mu);
+  auto it = g_events.find(e);
+  return it == g_events.end() ? nullptr : it->second;
+}
+
+std::string new_handle(const void* p, const char* kind) {
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  std::string n = std::string(kind) + std::to_string(s.next_id++);
+  s.handles[p] = n;
+  return n;
+}
+void drop_handle(const void* p) {
+  std::lock_guard lock(S().mu);
+  S().handles.erase(p);
+}
+
+constexpr std::size_t kMaxHostBytes = std::size_t{1} << 46;  // 64 TiB: more than any host
+
+bool valid_device(int d) { return d >= 0 && d < S().devices; }
+
+void add_alloc(void* p, std::size_t size, const char* kind, bool owned, std::string& name) {
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  const int dev = t_current;
+  s.allocs[reinterpret_cast<std::uintptr_t>(p)] = Alloc{size, kind, s.next_id, dev, owned};
+  name = std::string(kind) + std::to_string(s.next_id++);
+}
+
+// Finds the allocation starting at p; removes it when its kind is one of `kinds`.
+hipError_t release(void* p, std::initializer_list<const char*> kinds, hipError_t not_found) {
+  State& s = S();
+  Alloc a;
+  {
+    std::lock_guard lock(s.mu);
+    auto it = s.allocs.find(reinterpret_cast<std::uintptr_t>(p));
+    if (it == s.allocs.end()) return not_found;
+    bool match = false;
+    for (const char* k : kinds) match = match || it->second.kind == k;
+    if (!match) return not_found;
+    a = it->second;
+    if (a.kind == "dev" || a.kind == "managed") s.used[static_cast<std::size_t>(a.device)] -= a.size;
+    s.allocs.erase(it);
+  }
+  if (a.owned) std::free(p);
+  return hipSuccess;
+}
+
+std::size_t elf_size(const void* image) {
+  Elf64_Ehdr h;
+  std::memcpy(&h, image, sizeof h);
+  return std::max<std::size_t>(h.e_shoff + std::size_t{h.e_shnum} * h.e_shentsize, sizeof h);
+}
+
+struct Module {
+  std::vector<char> image;
+  std::map<std::string, std::vector<char>> globals;
+};
+struct Function {
+  std::string name;
+};
+
+bool image_has_symbol(const Module& m, const char* name) {
+  const std::string needle = std::string(1, '\0') + name + std::string(1, '\0');
+  return std::search(m.image.begin(), m.image.end(), needle.begin(), needle.end()) != m.image.end();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Test hooks
+FAKE_API const char* fakehip_log() {
+  static std::string joined;
+  std::lock_guard lock(S().mu);
+  joined.clear();
+  for (const auto& l : S().log) joined += l + "\n";
+  return joined.c_str();
+}
+FAKE_API void fakehip_log_clear() {
+  std::lock_guard lock(S().mu);
+  S().log.clear();
+}
+// The next `count` calls of `fn` (all of them if count < 0) return `error` and do nothing.
+FAKE_API void fakehip_inject(const char* fn, int error, int count) {
+  std::lock_guard lock(S().mu);
+  S().inject[fn] = {error, count};
+}
+
+// ---------------------------------------------------------------------------------------
+// Initialisation and devices
+FAKE_API hipError_t hipInit(unsigned flags) {
+  FAKE_INJECT("hipInit", fmt("%u", flags));
+  return done("hipInit", fmt("%u", flags), S().devices > 0 ? hipSuccess : hipErrorNoDevice);
+}
+FAKE_API hipError_t hipDriverGetVersion(int* v) {
+  *v = 50221153;
+  return done("hipDriverGetVersion", "", hipSuccess, fmt("%d", *v));
+}
+FAKE_API hipError_t hipRuntimeGetVersion(int* v) {
+  *v = 50221153;
+  return done("hipRuntimeGetVersion", "", hipSuccess, fmt("%d", *v));
+}
+FAKE_API hipError_t hipGetDeviceCount(int* n) {
+  FAKE_INJECT("hipGetDeviceCount", "");
+  *n = S().devices;
+  return done("hipGetDeviceCount", "", S().devices > 0 ? hipSuccess : hipErrorNoDevice, fmt("%d", *n));
+}
+FAKE_API hipError_t hipSetDevice(int d) {
+  FAKE_INJECT("hipSetDevice", fmt("%d", d));
+  if (!valid_device(d)) return done("hipSetDevice", fmt("%d", d), hipErrorInvalidDevice);
+  t_current = d;
+  return done("hipSetDevice", fmt("%d", d), hipSuccess);
+}
+FAKE_API hipError_t hipDeviceGet(hipDevice_t* dev, int ordinal) {
+  if (!valid_device(ordinal)) return done("hipDeviceGet", fmt("%d", ordinal), hipErrorInvalidDevice);
+  *dev = ordinal;
+  return done("hipDeviceGet", fmt("%d", ordinal), hipSuccess);
+}
+FAKE_API hipError_t hipDeviceGetName(char* name, int len, hipDevice_t dev) {
+  if (!valid_device(dev) || len <= 0) return done("hipDeviceGetName", fmt("%d", dev), hipErrorInvalidValue);
+  std::snprintf(name, static_cast<std::size_t>(len), "Fake AMD Instinct MI210 #%d (cudamux fake HIP)", dev);
+  return done("hipDeviceGetName", fmt("%d", dev), hipSuccess);
+}
+FAKE_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int dev) {
+  if (!valid_device(dev)) return done("hipGetDeviceProperties", fmt("%d", dev), hipErrorInvalidDevice);
+  *p = hipDeviceProp_t{};
+  std::snprintf(p->name, sizeof p->name, "Fake AMD Instinct MI210 #%d (cudamux fake HIP)", dev);
+  std::snprintf(p->gcnArchName, sizeof p->gcnArchName, "%s", S().arch.c_str());
+  p->totalGlobalMem = S().memory;
+  p->warpSize = 64;
+  return done("hipGetDeviceProperties", fmt("%d", dev), hipSuccess);
+}
+FAKE_API hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t dev) {
+  if (!valid_device(dev)) return done("hipDeviceGetUuid", fmt("%d", dev), hipErrorInvalidDevice);
+  for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0xa0 + i + 16 * dev);
+  return done("hipDeviceGetUuid", fmt("%d", dev), hipSuccess);
+}
+FAKE_API hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t dev) {
+  if (!valid_device(dev)) return done("hipDeviceTotalMem", fmt("%d", dev), hipErrorInvalidDevice);
+  *bytes = S().memory;
+  return done("hipDeviceTotalMem", fmt("%d", dev), hipSuccess, fmt("%zu", *bytes));
+}
+FAKE_API hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attr, int dev) {
+  const std::string args = fmt("%d, %d", static_cast<int>(attr), dev);
+  FAKE_INJECT("hipDeviceGetAttribute", args);
+  if (!valid_device(dev)) return done("hipDeviceGetAttribute", args, hipErrorInvalidDevice);
+  // An MI210-like device. What HIP on AMD cannot answer ("Cuda only") is hipErrorInvalidValue.
+  static const std::map<hipDeviceAttribute_t, int> kValues = {
+      {hipDeviceAttributeMaxThreadsPerBlock, 1024}, {hipDeviceAttributeMaxBlockDimX, 1024},
+      {hipDeviceAttributeMaxBlockDimY, 1024}, {hipDeviceAttributeMaxBlockDimZ, 1024},
+      {hipDeviceAttributeMaxGridDimX, 2147483647}, {hipDeviceAttributeMaxGridDimY, 65536},
+      {hipDeviceAttributeMaxGridDimZ, 65536}, {hipDeviceAttributeMaxSharedMemoryPerBlock, 65536},
+      {hipDeviceAttributeTotalConstantMemory, 2147483647}, {hipDeviceAttributeWarpSize, 64},
+      {hipDeviceAttributeMaxRegistersPerBlock, 65536}, {hipDeviceAttributeClockRate, 1700000},
+      {hipDeviceAttributeMultiprocessorCount, 104}, {hipDeviceAttributeIntegrated, 0},
+      {hipDeviceAttributeCanMapHostMemory, 1}, {hipDeviceAttributeComputeMode, 0},
+      {hipDeviceAttributeConcurrentKernels, 1}, {hipDeviceAttributeEccEnabled, 1},
+      {hipDeviceAttributePciBusId, 3}, {hipDeviceAttributePciDeviceId, 0}, {hipDeviceAttributePciDomainID, 0},
+      {hipDeviceAttributeMemoryClockRate, 1600000}, {hipDeviceAttributeMemoryBusWidth, 4096},
+      {hipDeviceAttributeL2CacheSize, 8388608}, {hipDeviceAttributeMaxThreadsPerMultiProcessor, 2048},
+      {hipDeviceAttributeComputeCapabilityMajor, 9}, {hipDeviceAttributeComputeCapabilityMinor, 0},
+      {hipDeviceAttributeManagedMemory, 1}, {hipDeviceAttributeConcurrentManagedAccess, 1},
+      {hipDeviceAttributeCooperativeLaunch, 1}, {hipDeviceAttributeMaxSharedMemoryPerMultiprocessor, 65536},
+      {hipDeviceAttributeMaxRegistersPerMultiprocessor, 131072}, {hipDeviceAttributeKernelExecTimeout, 0},
+      {hipDeviceAttributeMaxPitch, 2147483647}, {hipDeviceAttributeTextureAlignment, 256},
+      {hipDeviceAttributeIsMultiGpuBoard, 0}, {hipDeviceAttributeMaxTexture1DWidth, 16384},
+      {hipDeviceAttributePageableMemoryAccess, 0}, {hipDeviceAttributeDirectManagedMemAccessFromHost, 0},
+      // What ROCm 5.2 answers from its device properties for CUDA-compatible attributes.
+      {hipDeviceAttributeAsyncEngineCount, 2}, {hipDeviceAttributeDeviceOverlap, 1},
+      {hipDeviceAttributeUnifiedAddressing, 1}, {hipDeviceAttributeTexturePitchAlignment, 256},
+      {hipDeviceAttributeSurfaceAlignment, 256}, {hipDeviceAttributeSharedMemPerBlockOptin, 65536},
+      {hipDeviceAttributeMaxBlocksPerMultiProcessor, 32}, {hipDeviceAttributeStreamPrioritiesSupported, 1},
+      {hipDeviceAttributeGlobalL1CacheSupported, 1}, {hipDeviceAttributeLocalL1CacheSupported, 1},
+      {hipDeviceAttributeHostNativeAtomicSupported, 1}, {hipDeviceAttributeSingleToDoublePrecisionPerfRatio, 1},
+      {hipDeviceAttributeComputePreemptionSupported, 0}, {hipDeviceAttributeCanUseHostPointerForRegisteredMem, 0},
+      {hipDeviceAttributeCooperativeMultiDeviceLaunch, 1}, {hipDeviceAttributeTccDriver, 0},
+      {hipDeviceAttributeMultiGpuBoardGroupID, 0}, {hipDeviceAttributePageableMemoryAccessUsesHostPageTables, 0},
+      {hipDeviceAttributePersistingL2CacheMaxSize, 0}, {hipDeviceAttributeAccessPolicyMaxWindowSize, 0},
+      {hipDeviceAttributeReservedSharedMemPerBlock, 0}, {hipDeviceAttributeMemoryPoolsSupported, 0},
+      {hipDeviceAttributeMaxTexture2DWidth, 16384}, {hipDeviceAttributeMaxTexture2DHeight, 16384},
+      {hipDeviceAttributeMaxTexture3DWidth, 16384}, {hipDeviceAttributeMaxTexture3DHeight, 16384},
+      {hipDeviceAttributeMaxTexture3DDepth, 8192}, {hipDeviceAttributeMaxTexture1DLinear, 134217728},
+      {hipDeviceAttributeMaxTexture1DMipmap, 16384}, {hipDeviceAttributeMaxTextureCubemap, 16384},
+      {hipDeviceAttributeMaxSurface1D, 16384}, {hipDeviceAttributeMaxSurfaceCubemap, 16384},
+      {hipDeviceAttributeCanUseStreamWaitValue, 0},
+  };
+  auto it = kValues.find(attr);
+  if (it == kValues.end()) return done("hipDeviceGetAttribute", args, hipErrorInvalidValue);
+  *value = it->second + (attr == hipDeviceAttributePciBusId ? dev : 0);
+  return done("hipDeviceGetAttribute", args, hipSuccess, fmt("%d", *value));
+}
+FAKE_API hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -2;
+  return done("hipDeviceGetStreamPriorityRange", "", hipSuccess, "0 -2");
+}
+FAKE_API hipError_t hipDeviceCanAccessPeer(int* can, int dev, int peer) {
+  if (!valid_device(dev) || !valid_device(peer)) return done("hipDeviceCanAccessPeer", fmt("%d, %d", dev, peer), hipErrorInvalidDevice);
+  *can = dev != peer;
+  return done("hipDeviceCanAccessPeer", fmt("%d, %d", dev, peer), hipSuccess, fmt("%d", *can));
+}
+FAKE_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
+  {
+    std::lock_guard lock(S().mu);
+    *total = S().memory;
+    *free_bytes = S().memory - S().used[static_cast<std::size_t>(t_current)];
+  }
+  return done("hipMemGetInfo", "", hipSuccess);
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory
+static hipError_t device_alloc(const char* fn, void** out, size_t size, const char* kind, const std::string& args) {
+  State& s = S();
+  bool fits = false;
+  {
+    std::lock_guard lock(s.mu);
+    auto& used = s.used[static_cast<std::size_t>(t_current)];
+    fits = size <= s.memory - used;
+    if (fits) used += size;
+  }
+  if (!fits) return done(fn, args, hipErrorOutOfMemory);
+  void* p = std::aligned_alloc(256, (std::max<size_t>(size, 1) + 255) / 256 * 256);
+  if (p == nullptr) {
+    std::lock_guard lock(s.mu);
+    s.used[static_cast<std::size_t>(t_current)] -= size;
+    return done(fn, args, hipErrorOutOfMemory);
+  }
+  std::string name;
+  add_alloc(p, size, kind, true, name);
+  *out = p;
+  return done(fn, args, hipSuccess, name);
+}
+FAKE_API hipError_t hipMalloc(void** out, size_t size) {
+  FAKE_INJECT("hipMalloc", fmt("%zu", size));
+  return device_alloc("hipMalloc", out, size, "dev", fmt("%zu", size));
+}
+FAKE_API hipError_t hipMallocManaged(void** out, size_t size, unsigned flags) {
+  const std::string args = fmt("%zu, 0x%x", size, flags);
+  FAKE_INJECT("hipMallocManaged", args);
+  if (flags != hipMemAttachGlobal && flags != hipMemAttachHost) return done("hipMallocManaged", args, hipErrorInvalidValue);
+  return device_alloc("hipMallocManaged", out, size, "managed", args);
+}
+FAKE_API hipError_t hipFree(void* p) {
+  const std::string args = N(p);
+  if (p == nullptr) return done("hipFree", args, hipSuccess);
+  return done("hipFree", args, release(p, {"dev", "managed"}, hipErrorInvalidValue));
+}
+FAKE_API hipError_t hipHostMalloc(void** out, size_t size, unsigned flags) {
+  const std::string args = fmt("%zu, 0x%x", size, flags);
+  FAKE_INJECT("hipHostMalloc", args);
+  if (size > kMaxHostBytes) return done("hipHostMalloc", args, hipErrorOutOfMemory);
+  void* p = std::aligned_alloc(256, (std::max<size_t>(size, 1) + 255) / 256 * 256);
+  if (p == nullptr) return done("hipHostMalloc", args, hipErrorOutOfMemory);
+  std::string name;
+  add_alloc(p, size, "host", true, name);
+  *out = p;
+  return done("hipHostMalloc", args, hipSuccess, name);
+}
+FAKE_API hipError_t hipHostFree(void* p) {
+  const std::string args = N(p);
+  if (p == nullptr) return done("hipHostFree", args, hipSuccess);
+  return done("hipHostFree", args, release(p, {"host"}, hipErrorInvalidValue));
+}
+FAKE_API hipError_t hipHostRegister(void* p, size_t size, unsigned flags) {
+  const std::string args = fmt("hostmem, %zu, 0x%x", size, flags);
+  FAKE_INJECT("hipHostRegister", args);
+  // Like a real runtime, the fake cannot pin more than the machine could have.
+  if (p == nullptr || size == 0 || size > kMaxHostBytes ||
+      reinterpret_cast<std::uintptr_t>(p) + size < reinterpret_cast<std::uintptr_t>(p))
+    return done("hipHostRegister", args, hipErrorInvalidValue);
+  if (N(p) != "hostmem") return done("hipHostRegister", args, hipErrorHostMemoryAlreadyRegistered);
+  std::string name;
+  add_alloc(p, size, "reg", false, name);
+  return done("hipHostRegister", args, hipSuccess, name);
+}
+FAKE_API hipError_t hipHostUnregister(void* p) {
+  const std::string args = N(p);
+  return done("hipHostUnregister", args, release(p, {"reg"}, hipErrorHostMemoryNotRegistered));
+}
+FAKE_API hipError_t hipHostGetDevicePointer(void** dev, void* host, unsigned flags) {
+  const std::string name = N(host);
+  const std::string args = fmt("%s, 0x%x", name.c_str(), flags);
+  if (!name.starts_with("host") || name == "hostmem") {
+    if (!name.starts_with("reg")) return done("hipHostGetDevicePointer", args, hipErrorInvalidValue);
+  }
+  *dev = host;  // one address space
+  return done("hipHostGetDevicePointer", args, hipSuccess);
+}
+
+// ---------------------------------------------------------------------------------------
+// Streams and events
+FAKE_API hipError_t hipStreamCreateWithPriority(hipStream_t* out, unsigned flags, int priority) {
+  const std::string args = fmt("0x%x, %d", flags, priority);
+  FAKE_INJECT("hipStreamCreateWithPriority", args);
+  auto s = std::make_shared<Stream>();
+  s->device = t_current;
+  auto* handle = reinterpret_cast<hipStream_t>(new char);  // a unique address
+  {
+    std::lock_guard lock(g_streams_mu);
+    g_streams[handle] = s;
+  }
+  std::thread(Stream::run, s).detach();
+  *out = handle;
+  return done("hipStreamCreateWithPriority", args, hipSuccess, new_handle(handle, "stream"));
+}
+FAKE_API hipError_t hipStreamDestroy(hipStream_t h) {
+  const std::string args = N(h);
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard lock(g_streams_mu);
+    auto it = g_streams.find(h);
+    if (it == g_streams.end()) return done("hipStreamDestroy", args, hipErrorInvalidHandle);
+    s = it->second;
+    g_streams.erase(it);
+  }
+  {
+    std::lock_guard lock(s->mu);
+    s->closing = true;  // the worker finishes pending work, then exits
+  }
+  s->cv.notify_all();
+  drop_handle(h);
+  delete reinterpret_cast<char*>(h);
+  return done("hipStreamDestroy", args, hipSuccess);
+}
+FAKE_API hipError_t hipStreamQuery(hipStream_t h) {
+  auto s = stream_of(h);
+  if (!s) return done("hipStreamQuery", N(h), hipErrorInvalidHandle);
+  return done("hipStreamQuery", N(h), s->idle() ? hipSuccess : hipErrorNotReady);
+}
+FAKE_API hipError_t hipStreamSynchronize(hipStream_t h) {
+  auto s = stream_of(h);
+  if (!s) return done("hipStreamSynchronize", N(h), hipErrorInvalidHandle);
+  FAKE_INJECT("hipStreamSynchronize", N(h));
+  s->wait_idle();
+  return done("hipStreamSynchronize", N(h), hipSuccess);
+}
+FAKE_API hipError_t hipStreamAddCallback(hipStream_t h, hipStreamCallback_t cb, void* user, unsigned flags) {
+  const std::string args = fmt("%s, fn, user, %u", N(h).c_str(), flags);
+  auto s = stream_of(h);
+  if (!s || cb == nullptr || flags != 0) return done("hipStreamAddCallback", args, hipErrorInvalidValue);
+  s->submit([h, cb, user] { cb(h, hipSuccess, user); });
+  return done("hipStreamAddCallback", args, hipSuccess);
+}
+FAKE_API hipError_t hipEventCreateWithFlags(hipEvent_t* out, unsigned flags) {
+  const std::string args = fmt("0x%x", flags);
+  FAKE_INJECT("hipEventCreateWithFlags", args);
+  if (flags & ~unsigned{hipEventBlockingSync | hipEventDisableTiming | hipEventInterprocess})
+    return done("hipEventCreateWithFlags", args, hipErrorInvalidValue);
+  if ((flags & hipEventInterprocess) && !(flags & hipEventDisableTiming))
+    return done("hipEventCreateWithFlags", args, hipErrorInvalidValue);
+  auto e = std::make_shared<Event>();
+  e->flags = flags;
+  auto* handle = reinterpret_cast<hipEvent_t>(new char);
+  {
+    std::lock_guard lock(g_events_mu);
+    g_events[handle] = e;
+  }
+  *out = handle;
+  return done("hipEventCreateWithFlags", args, hipSuccess, new_handle(handle, "event"));
+}
+FAKE_API hipError_t hipEventDestroy(hipEvent_t h) {
+  const std::string args = N(h);
+  {
+    std::lock_guard lock(g_events_mu);
+    if (g_events.erase(h) == 0) return done("hipEventDestroy", args, hipErrorInvalidHandle);
+  }
+  drop_handle(h);
+  delete reinterpret_cast<char*>(h);
+  return done("hipEventDestroy", args, hipSuccess);
+}
+FAKE_API hipError_t hipEventRecord(hipEvent_t h, hipStream_t sh) {
+  const std::string args = N(h) + ", " + N(sh);
+  auto e = event_of(h);
+  auto s = stream_of(sh);
+  if (!e || !s) return done("hipEventRecord", args, hipErrorInvalidHandle);
+  std::uint64_t gen;
+  {
+    std::lock_guard lock(g_event_mu);
+    gen = ++e->recorded;
+  }
+  s->submit([e, gen] {
+    {
+      std::lock_guard lock(g_event_mu);
+      e->done = std::max(e->done, gen);
+      e->when = Clock::now();
+    }
+    g_event_cv.notify_all();
+  });
+  return done("hipEventRecord", args, hipSuccess);
+}
+FAKE_API hipError_t hipEventQuery(hipEvent_t h) {
+  auto e = event_of(h);
+  if (!e) return done("hipEventQuery", N(h), hipErrorInvalidHandle);
+  std::lock_guard lock(g_event_mu);
+  return done("hipEventQuery", N(h), e->done == e->recorded ? hipSuccess : hipErrorNotReady);
+}
+FAKE_API hipError_t hipEventSynchronize(hipEvent_t h) {
+  auto e = event_of(h);
+  if (!e) return done("hipEventSynchronize", N(h), hipErrorInvalidHandle);
+  std::unique_lock lock(g_event_mu);
+  const auto target = e->recorded;
+  g_event_cv.wait(lock, [&] { return e->done >= target; });
+  lock.unlock();
+  return done("hipEventSynchronize", N(h), hipSuccess);
+}
+FAKE_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
+  const std::string args = N(start) + ", " + N(stop);
+  auto a = event_of(start), b = event_of(stop);
+  if (!a || !b) return done("hipEventElapsedTime", args, hipErrorInvalidHandle);
+  std::lock_guard lock(g_event_mu);
+  if ((a->flags | b->flags) & hipEventDisableTiming) return done("hipEventElapsedTime", args, hipErrorInvalidHandle);
+  if (a->done == 0 || b->done == 0 || a->done != a->recorded || b->done != b->recorded)
+    return done("hipEventElapsedTime", args, hipErrorNotReady);
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return done("hipEventElapsedTime", args, hipSuccess);
+}
+FAKE_API hipError_t hipStreamWaitEvent(hipStream_t sh, hipEvent_t h, unsigned flags) {
+  const std::string args = N(sh) + ", " + N(h) + fmt(", %u", flags);
+  auto e = event_of(h);
+  auto s = stream_of(sh);
+  if (!e || !s) return done("hipStreamWaitEvent", args, hipErrorInvalidHandle);
+  std::uint64_t target;
+  {
+    std::lock_guard lock(g_event_mu);
+    target = e->recorded;
+  }
+  s->submit([e, target] {
+    std::unique_lock lock(g_event_mu);
+    g_event_cv.wait(lock, [&] { return e->done >= target; });
+  });
+  return done("hipStreamWaitEvent", args, hipSuccess);
+}
+
+// ---------------------------------------------------------------------------------------
+// Copies and fills (enqueued on the stream)
+static hipError_t enqueue(const char* fn, const std::string& args, hipStream_t sh, std::function<void()> op) {
+  auto s = stream_of(sh);
+  if (!s) return done(fn, args, hipErrorInvalidHandle);
+  s->submit(std::move(op));
+  return done(fn, args, hipSuccess);
+}
+FAKE_API hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, hipMemcpyKind kind, hipStream_t s) {
+  const std::string args = fmt("%s, %s, %zu, %s, %s", N(dst).c_str(), N(src).c_str(), n, kind_name(kind), N(s).c_str());
+  FAKE_INJECT("hipMemcpyAsync", args);
+  return enqueue("hipMemcpyAsync", args, s, [=] { std::memmove(dst, src, n); });
+}
+FAKE_API hipError_t hipMemcpyPeerAsync(void* dst, int dd, const void* src, int sd, size_t n, hipStream_t s) {
+  const std::string args = fmt("%s, %d, %s, %d, %zu, %s", N(dst).c_str(), dd, N(src).c_str(), sd, n, N(s).c_str());
+  if (!valid_device(dd) || !valid_device(sd)) return done("hipMemcpyPeerAsync", args, hipErrorInvalidDevice);
+  return enqueue("hipMemcpyPeerAsync", args, s, [=] { std::memmove(dst, src, n); });
+}
+FAKE_API hipError_t hipMemcpy2DAsync(void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
+                                     hipMemcpyKind kind, hipStream_t s) {
+  const std::string args = fmt("%s, %zu, %s, %zu, %zu, %zu, %s, %s", N(dst).c_str(), dp, N(src).c_str(), sp, w, h,
+                               kind_name(kind), N(s).c_str());
+  if (w > dp || w > sp) return done("hipMemcpy2DAsync", args, hipErrorInvalidPitchValue);
+  return enqueue("hipMemcpy2DAsync", args, s, [=] {
+    for (size_t r = 0; r < h; ++r)
+      std::memmove(static_cast<char*>(dst) + r * dp, static_cast<const char*>(src) + r * sp, w);
+  });
+}
+FAKE_API hipError_t hipMemcpy3DAsync(const hipMemcpy3DParms* p, hipStream_t s) {
+  const hipMemcpy3DParms q = *p;
+  const std::string args =
+      fmt("{src %s pitch %zu ysize %zu, dst %s pitch %zu ysize %zu, extent %zux%zux%zu, %s}, %s",
+          N(q.srcPtr.ptr).c_str(), q.srcPtr.pitch, q.srcPtr.ysize, N(q.dstPtr.ptr).c_str(), q.dstPtr.pitch,
+          q.dstPtr.ysize, q.extent.width, q.extent.height, q.extent.depth, kind_name(q.kind), N(s).c_str());
+  return enqueue("hipMemcpy3DAsync", args, s, [q] {
+    for (size_t z = 0; z < q.extent.depth; ++z)
+      for (size_t y = 0; y < q.extent.height; ++y)
+        std::memmove(static_cast<char*>(q.dstPtr.ptr) + (z * q.dstPtr.ysize + y) * q.dstPtr.pitch,
+                     static_cast<const char*>(q.srcPtr.ptr) + (z * q.srcPtr.ysize + y) * q.srcPtr.pitch,
+                     q.extent.width);
+  });
+}
+template <class T>
+static hipError_t fill(const char* fn, void* dst, T value, size_t count, hipStream_t s) {
+  const std::string args = fmt("%s, 0x%llx, %zu, %s", N(dst).c_str(), static_cast<unsigned long long>(value), count,
+                               N(s).c_str());
+  FAKE_INJECT(fn, args);
+  return enqueue(fn, args, s, [=] {
+    for (size_t i = 0; i < count; ++i) std::memcpy(static_cast<char*>(dst) + i * sizeof(T), &value, sizeof(T));
+  });
+}
+FAKE_API hipError_t hipMemsetD8Async(hipDeviceptr_t d, unsigned char v, size_t n, hipStream_t s) {
+  return fill("hipMemsetD8Async", d, v, n, s);
+}
+FAKE_API hipError_t hipMemsetD16Async(hipDeviceptr_t d, unsigned short v, size_t n, hipStream_t s) {
+  return fill("hipMemsetD16Async", d, v, n, s);
+}
+FAKE_API hipError_t hipMemsetD32Async(hipDeviceptr_t d, int v, size_t n, hipStream_t s) {
+  return fill("hipMemsetD32Async", d, static_cast<unsigned>(v), n, s);
+}
+FAKE_API hipError_t hipMemset2DAsync(void* dst, size_t pitch, int v, size_t w, size_t h, hipStream_t s) {
+  const std::string args = fmt("%s, %zu, 0x%x, %zu, %zu, %s", N(dst).c_str(), pitch, v, w, h, N(s).c_str());
+  return enqueue("hipMemset2DAsync", args, s, [=] {
+    for (size_t r = 0; r < h; ++r) std::memset(static_cast<char*>(dst) + r * pitch, v, w);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Modules and launches
+FAKE_API hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
+  FAKE_INJECT("hipModuleLoadData", "image");
+  const auto* p = static_cast<const unsigned char*>(image);
+  if (p == nullptr || std::memcmp(p, ELFMAG, SELFMAG) != 0) return done("hipModuleLoadData", "image", hipErrorInvalidImage);
+  Elf64_Ehdr h;
+  std::memcpy(&h, p, sizeof h);
+  if (h.e_machine != 224) return done("hipModuleLoadData", "image", hipErrorInvalidImage);
+  const std::size_t size = elf_size(image);
+  auto* m = new Module{std::vector<char>(p, p + size), {}};
+  *out = reinterpret_cast<hipModule_t>(m);
+  return done("hipModuleLoadData", fmt("ELF %zu bytes", size), hipSuccess, new_handle(m, "module"));
+}
+FAKE_API hipError_t hipModuleUnload(hipModule_t mod) {
+  const std::string args = N(mod);
+  drop_handle(mod);
+  delete reinterpret_cast<Module*>(mod);
+  return done("hipModuleUnload", args, hipSuccess);
+}
+FAKE_API hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t mod, const char* name) {
+  const std::string args = N(mod) + ", \"" + name + "\"";
+  auto* m = reinterpret_cast<Module*>(mod);
+  if (!image_has_symbol(*m, name)) return done("hipModuleGetFunction", args, hipErrorNotFound);
+  auto* f = new Function{name};  // owned by the fake for the process's life
+  *out = reinterpret_cast<hipFunction_t>(f);
+  return done("hipModuleGetFunction", args, hipSuccess, new_handle(f, ("function:" + std::string(name) + "#").c_str()));
+}
+FAKE_API hipError_t hipModuleGetGlobal(hipDeviceptr_t* dptr, size_t* bytes, hipModule_t mod, const char* name) {
+  const std::string args = N(mod) + ", \"" + name + "\"";
+  auto* m = reinterpret_cast<Module*>(mod);
+  if (!image_has_symbol(*m, name)) return done("hipModuleGetGlobal", args, hipErrorNotFound);
+  auto& storage = m->globals[name];
+  if (storage.empty()) storage.resize(256);  // the fake does not read symbol sizes
+  *dptr = storage.data();
+  *bytes = storage.size();
+  return done("hipModuleGetGlobal", args, hipSuccess, fmt("%zu bytes", *bytes));
+}
+FAKE_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                          unsigned by, unsigned bz, unsigned shared, hipStream_t s, void** params,
+                                          void** extra) {
+  std::string args = fmt("%s, grid %ux%ux%u, block %ux%ux%u, shared %u, %s", N(f).c_str(), gx, gy, gz, bx, by, bz,
+                         shared, N(s).c_str());
+  if (params != nullptr) args += ", kernelParams";
+  if (extra != nullptr) {
+    // {BUFFER_POINTER, p, BUFFER_SIZE, &size, END}: log the packed arguments as bytes.
+    if (extra[0] != HIP_LAUNCH_PARAM_BUFFER_POINTER || extra[2] != HIP_LAUNCH_PARAM_BUFFER_SIZE ||
+        extra[4] != HIP_LAUNCH_PARAM_END)
+      return done("hipModuleLaunchKernel", args + ", bad extra", hipErrorInvalidValue);
+    const auto* bytes = static_cast<const unsigned char*>(extra[1]);
+    const size_t n = *static_cast<size_t*>(extra[3]);
+    args += fmt(", args %zu bytes:", n);
+    for (size_t i = 0; i < n; ++i) args += fmt("%s%02x", i % 8 == 0 ? " " : "", bytes[i]);
+  }
+  FAKE_INJECT("hipModuleLaunchKernel", args);
+  if (bx * by * bz > 1024 || bx * by * bz == 0) return done("hipModuleLaunchKernel", args, hipErrorInvalidConfiguration);
+  return enqueue("hipModuleLaunchKernel", args, s, [] {});
+}
+FAKE_API hipError_t hipFuncGetAttribute(int* value, hipFunction_attribute attr, hipFunction_t f) {
+  const std::string args = fmt("%d, %s", static_cast<int>(attr), N(f).c_str());
+  if (attr == HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) {
+    *value = 1024;
+    return done("hipFuncGetAttribute", args, hipSuccess, "1024");
+  }
+  return done("hipFuncGetAttribute", args, hipErrorNotSupported);
+}
