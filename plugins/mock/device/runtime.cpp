@@ -7,6 +7,10 @@
 // continuing the loop). When every live thread of the block (or warp) has arrived, parked
 // fibers resume in thread order. Threads that returned count as arrived.
 //
+// Kernels the compiler proved barrier-free (CUDAMUX_KERNEL_NO_BARRIERS: no barrier in reach,
+// or barriers removed by loop fission) skip all of this: their loop runs on the worker's own
+// stack.
+//
 // Fibers are Boost.Context fibers, persistent per pool thread (no allocation per block).
 // The state kernel code reads (threadIdx, ...) is initial-exec TLS of this library, so
 // dlopen'ed modules reach it without __tls_get_addr, and one copy serves all modules.
@@ -29,14 +33,17 @@
 #define CUDAMUX_DEVICE_EXPORT extern "C" __attribute__((visibility("default")))
 #define CUDAMUX_IE __attribute__((tls_model("initial-exec")))
 
-// (Initialised: `extern "C"` on a lone declaration would otherwise not define them.)
-CUDAMUX_DEVICE_EXPORT __thread cudamux_u3 cudamux_threadIdx CUDAMUX_IE = {};
-CUDAMUX_DEVICE_EXPORT __thread cudamux_u3 cudamux_blockIdx CUDAMUX_IE = {};
-CUDAMUX_DEVICE_EXPORT __thread cudamux_u3 cudamux_blockDim CUDAMUX_IE = {};
-CUDAMUX_DEVICE_EXPORT __thread cudamux_u3 cudamux_gridDim CUDAMUX_IE = {};
-CUDAMUX_DEVICE_EXPORT __thread void* cudamux_dyn_shared CUDAMUX_IE = nullptr;
+// Definitions inside an extern "C" block (a lone `extern "C"` declaration with an
+// initialiser is what -Wextra warns about).
+extern "C" {
+__attribute__((visibility("default"))) __thread cudamux_u3 cudamux_threadIdx CUDAMUX_IE;
+__attribute__((visibility("default"))) __thread cudamux_u3 cudamux_blockIdx CUDAMUX_IE;
+__attribute__((visibility("default"))) __thread cudamux_u3 cudamux_blockDim CUDAMUX_IE;
+__attribute__((visibility("default"))) __thread cudamux_u3 cudamux_gridDim CUDAMUX_IE;
+__attribute__((visibility("default"))) __thread void* cudamux_dyn_shared CUDAMUX_IE;
 // Nonzero while the running fiber was handed off: its loop stops after the current thread.
-CUDAMUX_DEVICE_EXPORT __thread unsigned cudamux_handed_off CUDAMUX_IE = 0;
+__attribute__((visibility("default"))) __thread unsigned cudamux_handed_off CUDAMUX_IE;
+}
 
 namespace {
 
@@ -86,6 +93,7 @@ struct Worker {
   std::vector<unsigned> exited_warp;
   std::vector<unsigned> parked_warp_count;
   std::vector<std::array<Rec*, 32>> warp_lanes;
+  bool direct = false;  // running a barrier-free block on this thread's own stack
   int abort = 0;
   std::string message;
 };
@@ -175,7 +183,19 @@ unsigned long long park(State kind, int op, unsigned mask, unsigned long long va
                         int width) {
   Worker& w = *t_worker;
   Rec* r = w.current;
-  if (r == nullptr) return value;  // not inside a launch (cannot happen from a kernel)
+  if (r == nullptr) {
+    if (w.direct) {
+      // The compiler proved this kernel barrier-free; reaching one means that proof was
+      // wrong. Fail the launch loudly rather than run the threads out of order.
+      if (w.abort == 0) {
+        w.abort = kLaunchFailed;
+        w.message = "internal error: a barrier or warp collective was reached by a kernel "
+                    "compiled as barrier-free";
+      }
+      throw BlockAbort{};
+    }
+    return value;  // not inside a launch (cannot happen from a kernel)
+  }
   const unsigned t = linear_thread(w);
   account_exits(w, r->accounted, t);  // threads this fiber finished before this one
   r->accounted = t;
@@ -379,6 +399,34 @@ std::mutex g_print_mu;
 
 }  // namespace
 
+namespace {
+
+// A block of a kernel without reachable barriers: the thread loop runs right here, on the
+// worker's stack (no fiber switch, no scheduler bookkeeping).
+int run_direct(Worker& w, const cudamux_launch* launch, char* message, unsigned message_size) {
+  w.direct = true;
+  w.abort = 0;
+  cudamux_handed_off = 0;
+  try {
+    launch->loop(launch->args, 0);
+  } catch (const BlockAbort&) {
+  } catch (const std::exception& e) {
+    if (w.abort == 0) {
+      w.abort = kLaunchFailed;
+      w.message = std::string("exception in kernel code: ") + e.what();
+    }
+  }
+  w.direct = false;
+  if (w.abort > 0) {
+    if (launch->abort != nullptr) *launch->abort = 1;
+    if (message != nullptr && message_size > 0)
+      std::snprintf(message, message_size, "%s", w.message.c_str());
+  }
+  return w.abort > 0 ? w.abort : 0;
+}
+
+}  // namespace
+
 CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamux_u3 block_idx,
                                             void* dyn_shared, char* message,
                                             unsigned message_size) {
@@ -388,6 +436,7 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
   cudamux_blockDim = launch->block;
   cudamux_gridDim = launch->grid;
   cudamux_dyn_shared = dyn_shared;
+  if ((launch->flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0) return run_direct(w, launch, message, message_size);
   w.n = n;
   w.dim = launch->block;
   w.exited = 0;
@@ -484,7 +533,7 @@ CUDAMUX_DEVICE_EXPORT void cudamux_assert_fail(const char* expression, const cha
     std::fprintf(stderr, "%s\n", text);
     std::fflush(stderr);
   }
-  if (Worker* w = t_worker; w != nullptr && w->current != nullptr) {
+  if (Worker* w = t_worker; w != nullptr && (w->current != nullptr || w->direct)) {
     if (w->abort == 0) {
       w->abort = kAssert;
       w->message = text;
@@ -494,7 +543,7 @@ CUDAMUX_DEVICE_EXPORT void cudamux_assert_fail(const char* expression, const cha
 }
 
 CUDAMUX_DEVICE_EXPORT void cudamux_trap(void) {
-  if (Worker* w = t_worker; w != nullptr && w->current != nullptr) {
+  if (Worker* w = t_worker; w != nullptr && (w->current != nullptr || w->direct)) {
     if (w->abort == 0) {
       w->abort = kLaunchFailed;
       w->message = "__trap() called";
