@@ -2,7 +2,10 @@
 # Runs on the GPU machine, from the repository root, over a tree packed here by
 # scripts/pack-for-gpu.sh: the driver conformance suite on the cuda backend and on the
 # mock, driver_tour on both, the cuda backend's own tests, the driver benchmarks and
-# (if present) tests/python/test_cuda_bindings.py with the cuda-python installed there.
+# (if present) tests/python/test_cuda_bindings.py with the cuda-python installed there;
+# step "kernels" (issue 7): examples/saxpy and tests/python/test_saxpy_bindings.py on the
+# cuda backend (NVIDIA's NVRTC through our libnvrtc.so.13), the GPU benchmarks
+# (cudamux_bench_gpu: cudamux vs NVIDIA's driver direct) and the module/launch cases.
 # Logs go to $OUT (default /tmp/gpu-run): summary.txt plus logs.tgz holding every log.
 #   scripts/gpu-run.sh [pack dir, default build-gpu-pack]
 set -uo pipefail
@@ -44,10 +47,28 @@ run() {  # run <log name> <timeout s> <command...>: logs output, records the exi
 }
 
 # Steps (GPU_RUN_STEPS, default all): main = suite, tours, python, backend tests and
-# benchmarks; isolated = every conformance case of the cuda backend in a process of its
-# own (the suite's leak check compares cuMemGetInfo across cases, which NVIDIA's driver
-# does not keep exact); create = the suite with [cuda] contexts = "create".
-steps=${GPU_RUN_STEPS:-main isolated create}
+# benchmarks (on the backends of GPU_RUN_BACKENDS, default "cuda mock"); isolated = every
+# conformance case of the cuda backend in a process of its own (the suite's leak check
+# compares cuMemGetInfo across cases, which NVIDIA's driver does not keep exact); create =
+# the suite with [cuda] contexts = "create"; kernels = SAXPY (C and cuda-python), the
+# module/launch cases alone, and the GPU benchmarks.
+steps=${GPU_RUN_STEPS:-main kernels isolated create}
+backends=${GPU_RUN_BACKENDS:-cuda mock}
+
+# NVIDIA's libnvrtc.so.13 for the cuda backend's compiler: the toolkit's, else the one of
+# the nvidia-cuda-nvrtc wheel (outside the folders the backend searches: named in a config).
+nvidia_nvrtc=""
+for f in /usr/local/cuda/lib64/libnvrtc.so.13 /usr/local/cuda-13*/lib64/libnvrtc.so.13; do
+  [[ -e $f ]] && { nvidia_nvrtc=$f; break; }
+done
+if [[ -z $nvidia_nvrtc ]]; then
+  nvidia_nvrtc=$(python3 -c 'import glob, nvidia.cuda_nvrtc as m; print((glob.glob(m.__path__[0] + "/lib/libnvrtc.so.13") or [""])[0])' 2>/dev/null)
+fi
+say "== NVIDIA NVRTC library: ${nvidia_nvrtc:-none}"
+if [[ -n $nvidia_nvrtc ]]; then
+  printf '[cuda]\nnvrtc = "%s"\n' "$nvidia_nvrtc" >"$out/nvrtc.toml"
+  export CUDAMUX_CONFIG="$out/nvrtc.toml"
+fi
 has_step() { [[ " $steps " == *" $1 "* ]]; }
 
 if has_step isolated; then
@@ -69,15 +90,45 @@ if has_step isolated; then
 fi
 
 if has_step create; then
-  printf '[cuda]\ncontexts = "create"\n' >"$out/create.toml"
+  { printf '[cuda]\ncontexts = "create"\n'
+    [[ -n $nvidia_nvrtc ]] && printf 'nvrtc = "%s"\n' "$nvidia_nvrtc"; } >"$out/create.toml"
   CUDAMUX_CONFIG="$out/create.toml" CUDAMUX_BACKEND=cuda run conformance-cuda-create 240 \
     "$pack/bin/driver_conformance"
   grep -E '^\[  (PASSED|FAILED) ' "$logs/conformance-cuda-create.log" | sed 's/^/   create: /' | tee -a "$summary"
 fi
 
+if has_step kernels; then
+  export CUDAMUX_BACKEND=cuda
+  # The whole suite once (module and launch cases included), then those cases alone in a
+  # fresh process (free of the leak check's memory drift, docs/conformance.md).
+  run conformance-cuda-all 240 "$pack/bin/driver_conformance"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/conformance-cuda-all.log" | sed 's/^/   all: /' | tee -a "$summary"
+  run conformance-cuda-modules 120 "$pack/bin/driver_conformance" --gtest_filter='Module.*'
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \] [A-Za-z]' "$logs/conformance-cuda-modules.log" |
+    sed 's/^/   modules: /' | tee -a "$summary"
+  if [[ -x $pack/bin/cuda_backend_tests ]]; then
+    CUDAMUX_CUDA_BACKEND_STANDINS="$pack/standins" run cuda_backend_tests-kernels 300 \
+      "$pack/bin/cuda_backend_tests"
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \] [A-Za-z]' "$logs/cuda_backend_tests-kernels.log" |
+      sed 's/^/   cuda_backend: /' | tee -a "$summary"
+  fi
+  [[ -x $pack/bin/saxpy ]] && CUDAMUX_LOG_LEVEL=info run saxpy-cuda 60 "$pack/bin/saxpy"
+  if [[ -f tests/python/test_saxpy_bindings.py ]]; then
+    CUDAMUX_EXPECT_LIBCUDA="$pack/lib/libcuda.so.1" CUDAMUX_EXPECT_LIBNVRTC="$pack/lib/libnvrtc.so.13" \
+      LD_PRELOAD="$pack/lib/libnvrtc.so.13" PYTHONUNBUFFERED=1 \
+      run python_saxpy_bindings-cuda 120 python3 tests/python/test_saxpy_bindings.py
+  fi
+  if [[ -x $pack/bin/cudamux_bench_gpu ]]; then
+    CUDAMUX_BENCH_NVIDIA_DRIVER="$nvidia_driver" run bench-gpu 300 "$pack/bin/cudamux_bench_gpu" \
+      --benchmark_min_time=0.2
+    sed -n '/^Summary/,$p' "$logs/bench-gpu.log" | sed 's/^/   bench-gpu: /' | tee -a "$summary"
+  fi
+  unset CUDAMUX_BACKEND
+fi
+
 has_step main || { cp "$summary" "$logs/"; tar -C "$out" -czf "$out/logs.tgz" logs && rm -rf "$logs"; exit 0; }
 
-for backend in cuda mock; do
+for backend in $backends; do
   export CUDAMUX_BACKEND=$backend
   run "conformance-$backend" 240 "$pack/bin/driver_conformance" \
     --gtest_output="xml:$logs/conformance-$backend.xml"

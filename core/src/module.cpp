@@ -121,6 +121,11 @@ CUresult function_locked(Module& m, std::string_view name, Function*& out, const
     if (auto it = m.library->kernels.find(name); it != m.library->kernels.end()) {
       f->max_dynamic_shared = it->second->max_dynamic_shared.load();
       f->preferred_carveout = it->second->preferred_carveout.load();
+      // issue 7: and the backend's function too (validated when they were set).
+      if (int v = f->max_dynamic_shared.load(); v >= 0)
+        (void)impl->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v);
+      if (int v = f->preferred_carveout.load(); v >= 0)
+        (void)impl->set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, v);
     }
   }
   Function* raw = f.release();
@@ -514,11 +519,14 @@ static CUresult set_function_attribute(Function& f, CUfunction_attribute attrib,
                                                   core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
       if (value < 0 || value > optin - shared_static)
         return reject(CUDA_ERROR_INVALID_VALUE, fn, "dynamic shared memory beyond the device's opt-in limit");
+      // issue 7: the backend hears of it first (NVIDIA's driver needs it for the launch itself).
+      if (const auto st = f.impl->set_attribute(attrib, value); !st.ok()) return Core::get().map(st, fn);
       f.max_dynamic_shared = value;
       return CUDA_SUCCESS;
     }
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       if (value < -1 || value > 100) return reject(CUDA_ERROR_INVALID_VALUE, fn, "carveout is -1 or 0..100");
+      if (const auto st = f.impl->set_attribute(attrib, value); !st.ok()) return Core::get().map(st, fn);
       f.preferred_carveout = value;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
@@ -835,6 +843,9 @@ CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel ker
   std::lock_guard lock(core::g_registry);
   for (auto [c, m] : k->library->modules) {
     if (auto it = m->functions.find(k->name); it != m->functions.end()) {
+      const bool forwarded = attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
+                             attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+      if (forwarded && it->second != f) (void)it->second->impl->set_attribute(attrib, val);  // issue 7
       it->second->max_dynamic_shared = k->max_dynamic_shared.load();
       it->second->preferred_carveout = k->preferred_carveout.load();
     }

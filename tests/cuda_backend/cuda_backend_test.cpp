@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -19,8 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include "compiler.hpp"
+#include "config.hpp"
 #include "cudamux/backend.hpp"
 #include "driver_locator.hpp"
+#include "nvrtc_locator.hpp"
 
 namespace {
 
@@ -35,6 +39,7 @@ fs::path exe_dir() { return fs::canonical("/proc/self/exe").parent_path(); }
 fs::path lib_dir() { return exe_dir().parent_path() / "lib"; }
 fs::path plugin_path() { return lib_dir() / "cudamux/plugins/libcudamux-cuda.so"; }
 fs::path our_libcuda() { return lib_dir() / "libcuda.so.1"; }
+fs::path our_libnvrtc() { return lib_dir() / "libnvrtc.so.13"; }
 fs::path standins() {
   const char* env = std::getenv("CUDAMUX_CUDA_BACKEND_STANDINS");
   return env && *env ? fs::path(env) : exe_dir().parent_path() / "tests/cuda_backend/standins";
@@ -261,7 +266,6 @@ TEST_F(CudaBackend, DevicesAndErrorsComeFromNvidiasDriver) {
   EXPECT_EQ(e.native_name(CUDA_ERROR_NOT_READY), "CUDA_ERROR_NOT_READY");
   EXPECT_EQ(e.to_cuda(4242), std::nullopt);  // NVIDIA's driver has no name for it
   EXPECT_EQ(e.not_ready().native, CUDA_ERROR_NOT_READY);
-  EXPECT_EQ(b->compiler(), nullptr);
 }
 
 TEST_F(CudaBackend, PrimaryModeSharesOneRetainedPrimaryContextPerDevice) {
@@ -433,7 +437,6 @@ TEST_F(CudaBackend, EventsHostFunctionsAndNotReadyPassThrough) {
   fake_busy(false);
   EXPECT_TRUE(q->query().ok());
   EXPECT_TRUE(c->synchronize().ok());
-  EXPECT_EQ(q->launch(be::LaunchDesc{}).native, CUDA_ERROR_NOT_SUPPORTED);  // until issue 3
 }
 
 TEST_F(CudaBackend, HostMemoryPassesFlagsThrough) {
@@ -458,18 +461,127 @@ TEST_F(CudaBackend, HostMemoryPassesFlagsThrough) {
                     HasSubstr("cuMemHostUnregister"), HasSubstr("cuMemAllocManaged 1")));
 }
 
+
+// --- modules and launches (issue 7) ---
+
+// The fake driver's module format (fake_nvidia.cpp): saxpy(int n, float a, float* x, float* y).
+constexpr char kFakeImage[] =
+    "fake-module\nfunction saxpy 4@0 4@4 8@8 8@16\nfunction empty\nglobal counter 16\n";
+
+TEST_F(CudaBackend, ModulesMapOntoNvidiasCalls) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(1, 0, c).ok());
+  fake_log();
+  std::unique_ptr<be::Module> m;
+  ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuModuleLoadData " + std::to_string(sizeof kFakeImage - 1) +
+                                    " bytes"));
+  // NVIDIA's answer to an image it does not recognise passes through.
+  std::unique_ptr<be::Module> bad;
+  EXPECT_EQ(c->load_module("not a module", bad).native, CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(bad, nullptr);
+
+  be::Function* f = m->function("saxpy");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->name(), "saxpy");
+  EXPECT_EQ(m->function("saxpy"), f);  // one object per name
+  EXPECT_EQ(count(fake_log(), "cuModuleGetFunction saxpy"), 1);
+  EXPECT_EQ(m->function("missing"), nullptr);
+  const auto& params = f->params();
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[1].offset, 4u);
+  EXPECT_EQ(params[2].offset, 8u);
+  EXPECT_EQ(params[3].size, 8u);
+  EXPECT_TRUE(m->function("empty")->params().empty());
+  int v = 0;
+  ASSERT_TRUE(f->attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, v).ok());
+  EXPECT_EQ(v, 42);
+  EXPECT_EQ(f->attribute(CU_FUNC_ATTRIBUTE_PTX_VERSION, v).native, CUDA_ERROR_INVALID_VALUE);
+
+  void* address = nullptr;
+  std::size_t bytes = 0;
+  ASSERT_TRUE(m->global("counter", address, bytes));
+  EXPECT_NE(address, nullptr);
+  EXPECT_EQ(bytes, 16u);
+  EXPECT_FALSE(m->global("nothing", address, bytes));
+  EXPECT_THAT(m->function_names(), ::testing::ElementsAre("saxpy", "empty"));
+  m.reset();
+  EXPECT_THAT(fake_log(), HasSubstr("cuModuleUnload"));
+}
+
+TEST_F(CudaBackend, LaunchesPassThePackedArgumentsAsKernelParams) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  std::unique_ptr<be::Module> m;
+  ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
+  std::unique_ptr<be::Queue> q;
+  ASSERT_TRUE(c->create_queue(0, 0, q).ok());
+  be::Function* saxpy = m->function("saxpy");
+  ASSERT_NE(saxpy, nullptr);
+
+  std::vector<float> x = {1, 2, 3, 4}, y = {10, 20, 30, 40};
+  const int n = 4;
+  const float a = 3;
+  float* xp = x.data();
+  float* yp = y.data();
+  // Packed as the core packs them, per params().
+  std::array<unsigned char, 24> args{};
+  std::memcpy(args.data(), &n, 4);
+  std::memcpy(args.data() + 4, &a, 4);
+  std::memcpy(args.data() + 8, &xp, 8);
+  std::memcpy(args.data() + 16, &yp, 8);
+  be::LaunchDesc d;
+  d.function = saxpy;
+  d.grid[0] = 2;
+  d.grid[2] = 3;
+  d.block[0] = 128;
+  d.block[1] = 2;
+  d.args = args.data();
+  d.args_size = args.size();
+  fake_log();
+  ASSERT_TRUE(q->launch(d).ok());
+  EXPECT_EQ(y, (std::vector<float>{13, 26, 39, 52}));  // the fake ran it with our pointers
+  EXPECT_THAT(fake_log(), HasSubstr("cuLaunchKernel saxpy grid 2,1,3 block 128,2,1 shared 0 "
+                                    "extra no params 04000000 00004040"));
+
+  d.cooperative = true;
+  ASSERT_TRUE(q->launch(d).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuLaunchCooperativeKernel saxpy grid 2,1,3"));
+  d.cooperative = false;
+
+  // Above 48 KiB of dynamic shared memory NVIDIA refuses until told; set_attribute tells it.
+  d.shared_bytes = 64 * 1024;
+  EXPECT_EQ(q->launch(d).native, CUDA_ERROR_INVALID_VALUE);
+  ASSERT_TRUE(saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuFuncSetAttribute 8 65536"));
+  EXPECT_TRUE(q->launch(d).ok());
+  EXPECT_EQ(saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 20).native,
+            CUDA_ERROR_INVALID_VALUE);  // NVIDIA's refusal passes through
+
+  be::LaunchDesc none;  // no parameters: kernelParams stays null
+  none.function = m->function("empty");
+  ASSERT_TRUE(q->launch(none).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuLaunchKernel empty grid 1,1,1 block 1,1,1 shared 0 extra no "
+                                    "params\n"));
+}
+
 // --- through our libcuda.so.1, in a child process ---
 
 struct ProbeRun {
   std::string output;
 };
 
-ProbeRun run_probe(const std::string& config_text, const std::string& log_level = "info") {
+ProbeRun run_probe(const std::string& config_text, const std::string& log_level = "info",
+                   const std::string& args = "", const char* program = "cuda_backend_probe") {
   TempDir t;
   const auto config = t.write("cudamux.toml", "backend = \"cuda\"\n[cuda]\n" + config_text);
   const std::string cmd =
       "CUDAMUX_BACKEND=cuda CUDAMUX_PLUGIN_PATH= CUDAMUX_LOG_LEVEL=" + log_level +
-      " CUDAMUX_CONFIG=" + config.string() + " " + (exe_dir() / "cuda_backend_probe").string() +
+      " CUDAMUX_CONFIG=" + config.string() + " " + (exe_dir() / program).string() + " " + args +
       " 2>&1";
   ProbeRun run;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -507,6 +619,24 @@ TEST(ThroughLibcuda, BrokenDriverFailsCuInitNamingFileAndError) {
                               HasSubstr("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")));
 }
 
+TEST(ThroughLibcuda, KernelsLoadAndLaunchThroughTheCore) {
+  const ProbeRun r =
+      run_probe("driver = \"" + standin("fake").string() + "\"\n", "info", "kernels");
+  EXPECT_THAT(r.output,
+              AllOf(HasSubstr("cuModuleLoadData CUDA_SUCCESS"),
+                    HasSubstr("cuModuleGetFunction CUDA_SUCCESS"),
+                    HasSubstr("cuModuleGetFunction missing CUDA_ERROR_NOT_FOUND"),
+                    HasSubstr("cuFuncGetParamInfo 3 CUDA_SUCCESS 16 8"),
+                    // The core refuses above 48 KiB until the attribute is raised...
+                    HasSubstr("cuLaunchKernel 65536 before set CUDA_ERROR_INVALID_VALUE"),
+                    // ...and raising it reaches NVIDIA's driver, whose launch then succeeds.
+                    HasSubstr("cuFuncSetAttribute CUDA_SUCCESS"),
+                    HasSubstr("cuLaunchKernel 65536 CUDA_SUCCESS"),
+                    HasSubstr("cuLaunchKernel extra CUDA_SUCCESS"), HasSubstr("saxpy ok"),
+                    HasSubstr("cuModuleUnload CUDA_SUCCESS")))
+      << r.output;
+}
+
 // --- NVIDIA's real driver ---
 
 TEST(RealDriver, ProgramRunsOnNvidiasDriverThroughCudamux) {
@@ -516,6 +646,183 @@ TEST(RealDriver, ProgramRunsOnNvidiasDriverThroughCudamux) {
   EXPECT_THAT(r.output, AllOf(HasSubstr("cuInit CUDA_SUCCESS"), HasSubstr("roundtrip ok"),
                               Not(HasSubstr("BAD"))));
   std::printf("%s", r.output.c_str());
+}
+
+// --- NVIDIA's NVRTC (issue 7): it needs no GPU, so these run wherever the toolkit is ---
+
+TEST(NvrtcOptions, CompileOptionsBecomeNvrtcsLongOptions) {
+  be::CompileOptions o;
+  o.arch = 90;
+  o.real_arch = true;
+  o.fmad = false;
+  o.device_debug = o.line_info = o.default_device = o.relocatable = true;
+  o.std = "c++17";
+  o.defines = {{"N", "4"}, {"EMPTY", ""}};
+  o.undefines = {"OLD"};
+  o.include_paths = {"/inc"};
+  o.pre_includes = {"pre.h"};
+  o.extra = {"--maxrregcount=32", "--ftz=true"};
+  EXPECT_EQ(cu::nvrtc_options(o),
+            (std::vector<std::string>{
+                "--gpu-architecture=sm_90", "--fmad=false", "--device-debug",
+                "--generate-line-info", "--device-as-default-execution-space",
+                "--relocatable-device-code=true", "--std=c++17", "--define-macro=N=4",
+                "--define-macro=EMPTY=", "--undefine-macro=OLD", "--include-path=/inc",
+                "--pre-include=pre.h", "--maxrregcount=32", "--ftz=true"}));
+  // An architecture variant arrives spelled out in extra and replaces the plain one.
+  be::CompileOptions variant;
+  variant.arch = 90;
+  variant.extra = {"--gpu-architecture=sm_90a"};
+  EXPECT_EQ(cu::nvrtc_options(variant), (std::vector<std::string>{"--gpu-architecture=sm_90a"}));
+  EXPECT_TRUE(cu::nvrtc_options(be::CompileOptions{}).empty());  // NVRTC's defaults
+}
+
+TEST(NvrtcLocator, SkipsOursAndNonNvrtcThenFindsNvidias) {
+  std::string error;
+  EXPECT_EQ(cu::elf_has_section(our_libnvrtc().string(), cu::kNvrtcIdentitySection, error), true)
+      << error;
+  TempDir t;
+  fs::create_directories(t.path() / "copy");
+  fs::copy_file(our_libnvrtc(), t.path() / "copy/libnvrtc.so.13");
+  std::vector<std::string> dirs = {(t.path() / "copy").string(),
+                                   standin("notnvidia").parent_path().string()};
+  const cu::NvrtcSearchResult none = cu::search_nvrtc(dirs);
+  EXPECT_FALSE(none.nvrtc.has_value());
+  ASSERT_EQ(none.tried.size(), 2u);
+  EXPECT_THAT(none.tried[0], HasSubstr("cudamux's own libnvrtc.so.13"));
+  EXPECT_THAT(none.tried[1], HasSubstr("is not NVIDIA's NVRTC: it does not export"));
+  const cu::NvrtcSearchResult real = cu::search_nvrtc(cu::default_nvrtc_search_dirs());
+  if (!real.nvrtc) GTEST_SKIP() << "no NVIDIA NVRTC found (no CUDA toolkit here)";
+  EXPECT_EQ(cu::elf_has_section(real.nvrtc->path, cu::kNvrtcIdentitySection, error), false);
+}
+
+TEST(NvrtcLocator, DefaultFoldersIncludeTheToolkit) {
+  const auto dirs = cu::default_nvrtc_search_dirs();
+  EXPECT_THAT(dirs, ::testing::Contains("/usr/local/cuda/lib64"));
+  EXPECT_EQ(dirs.back(), "/usr/lib64");
+}
+
+class NvidiaNvrtc : public CudaBackend {
+ protected:
+  // A backend without a driver (none is needed to compile), with NVIDIA's NVRTC.
+  be::Compiler* compiler() {
+    const cu::NvrtcSearchResult found = cu::search_nvrtc(cu::default_nvrtc_search_dirs());
+    if (!found.nvrtc) return nullptr;
+    be::Backend* b = create("search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc = \"" +
+                            found.nvrtc->path + "\"\n");
+    return b ? b->compiler() : nullptr;
+  }
+  static be::CompileRequest request(std::string_view source) {
+    be::CompileRequest r;
+    r.source = source;
+    r.name = "saxpy.cu";
+    r.options.arch = 90;
+    return r;
+  }
+};
+
+constexpr std::string_view kSaxpy = R"(
+#include "scale.h"
+template <typename T>
+__global__ void axpy(T a, const T* x, T* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = SCALE * a * x[i] + y[i];
+}
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = SCALE * a * x[i] + y[i];
+}
+)";
+
+TEST_F(NvidiaNvrtc, CompilesSaxpyToPtxWithHeadersDefinesAndNameExpressions) {
+  be::Compiler* c = compiler();
+  if (!c) GTEST_SKIP() << "no NVIDIA NVRTC found (no CUDA toolkit here)";
+  const auto archs = c->supported_archs();
+  EXPECT_THAT(archs, ::testing::Contains(90));
+  EXPECT_TRUE(std::is_sorted(archs.begin(), archs.end()));
+  be::CompileRequest r = request(kSaxpy);
+  r.headers = {{"scale.h", "#ifndef FACTOR\n#error FACTOR not defined\n#endif\n#define SCALE FACTOR\n"}};
+  r.options.defines = {{"FACTOR", "2.0f"}};
+  r.name_expressions = {"axpy<float>", "&axpy<double>"};
+  be::CompileResult out;
+  ASSERT_TRUE(c->compile(r, out).ok()) << out.log;
+  ASSERT_TRUE(out.success) << out.log;
+  const std::string ptx(out.image.begin(), out.image.end());
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(ptx.back(), '\0');  // self-delimiting for cuModuleLoadData
+  EXPECT_THAT(ptx, AllOf(HasSubstr(".target sm_90"), HasSubstr(".entry saxpy(")));
+  EXPECT_TRUE(out.cubin.empty());  // compute_90: no CUBIN
+  ASSERT_EQ(out.lowered_names.size(), 2u);
+  EXPECT_EQ(out.lowered_names[0].first, "axpy<float>");
+  EXPECT_EQ(out.lowered_names[0].second, "_Z4axpyIfEvT_PKS0_PS0_i");
+  EXPECT_EQ(out.lowered_names[1].second, "_Z4axpyIdEvT_PKS0_PS0_i");
+  EXPECT_THAT(ptx, HasSubstr(".entry " + out.lowered_names[0].second));
+}
+
+TEST_F(NvidiaNvrtc, RealArchitectureGivesACubin) {
+  be::Compiler* c = compiler();
+  if (!c) GTEST_SKIP() << "no NVIDIA NVRTC found (no CUDA toolkit here)";
+  be::CompileRequest r = request("extern \"C\" __global__ void k(int* p) { *p = 7; }");
+  r.options.real_arch = true;
+  be::CompileResult out;
+  ASSERT_TRUE(c->compile(r, out).ok()) << out.log;
+  ASSERT_TRUE(out.success) << out.log;
+  ASSERT_GT(out.cubin.size(), 4u);
+  EXPECT_EQ(std::string(out.cubin.begin(), out.cubin.begin() + 4), "\x7f" "ELF");
+  ASSERT_FALSE(out.image.empty());
+}
+
+TEST_F(NvidiaNvrtc, ProgramErrorsAreAFailedResultWithNvidiasLog) {
+  be::Compiler* c = compiler();
+  if (!c) GTEST_SKIP() << "no NVIDIA NVRTC found (no CUDA toolkit here)";
+  be::CompileRequest r = request("__global__ void k() { undeclared_function(); }\n");
+  r.name = "broken.cu";
+  be::CompileResult out;
+  ASSERT_TRUE(c->compile(r, out).ok());
+  EXPECT_FALSE(out.success);
+  EXPECT_THAT(out.log, AllOf(HasSubstr("broken.cu(1)"), HasSubstr("undeclared_function")));
+  EXPECT_TRUE(out.image.empty());
+  // A missing header is a compile error too (nothing of ours is searched).
+  be::CompileRequest missing = request("#include \"nowhere.h\"\n");
+  be::CompileResult out2;
+  ASSERT_TRUE(c->compile(missing, out2).ok());
+  EXPECT_FALSE(out2.success);
+  EXPECT_THAT(out2.log, HasSubstr("nowhere.h"));
+}
+
+TEST_F(CudaBackend, NoNvrtcMeansNoCompilerAndSaysWhereItLooked) {
+  TempDir t;
+  be::Backend* b = create("search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc_search_path = [\"" +
+                          t.path().string() + "\", \"" +
+                          standin("notnvidia").parent_path().string() + "\"]\n");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->compiler(), nullptr);
+  EXPECT_EQ(b->compiler(), nullptr);  // looked for once
+  EXPECT_EQ(count(log_.str(), "no NVIDIA NVRTC found"), 1);
+  EXPECT_THAT(log_.str(), AllOf(HasSubstr((t.path() / "libnvrtc.so.13").string() + ": does not exist"),
+                                HasSubstr("is not NVIDIA's NVRTC")));
+  std::string error;
+  EXPECT_EQ(create("nvrtc = \"relative/libnvrtc.so.13\"", &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("test.toml:1:9: [cuda] key 'nvrtc': \"relative/libnvrtc.so.13\" is "
+                               "not an absolute path"));
+  be::Backend* ours = create("search_path = []\nnvrtc = \"" + our_libnvrtc().string() + "\"");
+  ASSERT_NE(ours, nullptr);
+  EXPECT_EQ(ours->compiler(), nullptr);
+  EXPECT_THAT(log_.str(), HasSubstr("cudamux's own libnvrtc.so.13"));
+}
+
+TEST(ThroughLibnvrtc, OurLibnvrtcCompilesWithNvidiasNvrtcOnTheCudaBackend) {
+  const cu::NvrtcSearchResult found = cu::search_nvrtc(cu::default_nvrtc_search_dirs());
+  if (!found.nvrtc) GTEST_SKIP() << "no NVIDIA NVRTC found (no CUDA toolkit here)";
+  // No driver at all: NVRTC needs none (cuInit is never called).
+  const ProbeRun r = run_probe("search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc = \"" +
+                                   found.nvrtc->path + "\"\n",
+                               "info", "", "cuda_backend_nvrtc_probe");
+  EXPECT_THAT(r.output, AllOf(HasSubstr("compile NVRTC_SUCCESS"), HasSubstr("ptx entry saxpy yes"),
+                              HasSubstr("lowered _Z4axpyIfEvT_PKS0_PS0_i"),
+                              HasSubstr("bad compile NVRTC_ERROR_COMPILATION"),
+                              HasSubstr("undeclared")))
+      << r.output;
 }
 
 TEST(Locator, TheLibcudaThisProcessRunsOnIsSkippedEvenUnmarked) {

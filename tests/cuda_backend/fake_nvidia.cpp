@@ -2,12 +2,14 @@
 // synchronously on the CPU, with a call log the tests read (fake_nvidia_log). Device
 // handles differ from ordinals (100 + ordinal) so that the tests see the mapping.
 // Built as <standins>/fake/libcuda.so.1 (and broken/, where cuInit fails).
+// Modules are text images (see cuModuleLoadData below); the kernel "saxpy" really runs.
 #include <cuda.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -100,6 +102,12 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
     case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
       *s = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
       return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_IMAGE:
+      *s = "CUDA_ERROR_INVALID_IMAGE";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_NOT_FOUND:
+      *s = "CUDA_ERROR_NOT_FOUND";
+      return CUDA_SUCCESS;
     default:
       *s = nullptr;
       return CUDA_ERROR_INVALID_VALUE;
@@ -151,6 +159,12 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice
       return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
       *v = 132;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      *v = 48 * 1024;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *v = 227 * 1024;
       return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;  // what NVIDIA answers for unknown attributes
@@ -397,4 +411,170 @@ FAKE_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, std::size_t p, unsigned s
 FAKE_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, std::size_t p, unsigned v, std::size_t w,
                                         std::size_t h, CUstream) {
   return fill(d, p, v, w, h, "cuMemsetD2D32Async");
+}
+
+// --- modules and launches ---
+// A module image is text: "fake-module\n" then one line per symbol,
+//   "function <name> <size>@<offset> ..." (its parameters) or "global <name> <bytes>".
+// Launching "saxpy" (int n, float a, float* x, float* y) computes y = a*x + y.
+namespace {
+struct FakeFunction {
+  std::string name;
+  std::vector<std::pair<std::size_t, std::size_t>> params;  // offset, size
+  int max_dynamic_shared = 48 * 1024;
+};
+struct FakeModule {
+  std::vector<FakeFunction*> functions;
+  std::map<std::string, std::vector<char>> globals;
+  ~FakeModule() {
+    for (auto* f : functions) delete f;
+  }
+};
+std::string dims(unsigned x, unsigned y, unsigned z) {
+  return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
+}
+CUresult launch(const char* fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                unsigned by, unsigned bz, unsigned shared, void** params, void** extra) {
+  auto* k = reinterpret_cast<FakeFunction*>(f);
+  std::string line = std::string(fn) + " " + k->name + " grid " + dims(gx, gy, gz) + " block " +
+                     dims(bx, by, bz) + " shared " + std::to_string(shared) + " extra " +
+                     (extra ? "yes" : "no") + " params";
+  for (std::size_t i = 0; i < k->params.size(); ++i) {
+    if (!params) break;
+    const auto* bytes = static_cast<const unsigned char*>(params[i]);
+    char hex[3];
+    line += " ";
+    for (std::size_t b = 0; b < k->params[i].second; ++b) {
+      std::snprintf(hex, sizeof hex, "%02x", bytes[b]);
+      line += hex;
+    }
+  }
+  log(line);
+  if (static_cast<int>(shared) > k->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
+  if (k->name == "saxpy" && params) {
+    int n = 0;
+    float a = 0;
+    float* x = nullptr;
+    float* y = nullptr;
+    std::memcpy(&n, params[0], sizeof n);
+    std::memcpy(&a, params[1], sizeof a);
+    std::memcpy(&x, params[2], sizeof x);
+    std::memcpy(&y, params[3], sizeof y);
+    for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];
+  }
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  const std::string text(static_cast<const char*>(image));
+  log("cuModuleLoadData " + std::to_string(text.size()) + " bytes");
+  if (!text.starts_with("fake-module\n")) return CUDA_ERROR_INVALID_IMAGE;
+  auto mod = std::make_unique<FakeModule>();
+  std::size_t pos = text.find('\n') + 1;
+  while (pos < text.size()) {
+    const std::size_t end = text.find('\n', pos);
+    std::string l = text.substr(pos, end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    char kind[16] = {}, name[64] = {};
+    int used = 0;
+    if (std::sscanf(l.c_str(), "%15s %63s%n", kind, name, &used) != 2) continue;
+    if (std::string(kind) == "global") {
+      mod->globals[name].resize(std::strtoul(l.c_str() + used, nullptr, 10));
+      continue;
+    }
+    auto* f = new FakeFunction{name, {}};
+    const char* p = l.c_str() + used;
+    std::size_t size = 0, offset = 0;
+    int n = 0;
+    while (std::sscanf(p, " %zu@%zu%n", &size, &offset, &n) == 2) {
+      f->params.emplace_back(offset, size);
+      p += n;
+    }
+    mod->functions.push_back(f);
+  }
+  *m = reinterpret_cast<CUmodule>(mod.release());
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule m) {
+  log("cuModuleUnload");
+  delete reinterpret_cast<FakeModule*>(m);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  log(std::string("cuModuleGetFunction ") + name);
+  for (auto* k : reinterpret_cast<FakeModule*>(m)->functions) {
+    if (k->name == name) {
+      *f = reinterpret_cast<CUfunction>(k);
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* p, std::size_t* bytes, CUmodule m,
+                                          const char* name) {
+  log(std::string("cuModuleGetGlobal_v2 ") + name);
+  auto& globals = reinterpret_cast<FakeModule*>(m)->globals;
+  auto it = globals.find(name);
+  if (it == globals.end()) return CUDA_ERROR_NOT_FOUND;
+  *p = reinterpret_cast<CUdeviceptr>(it->second.data());
+  *bytes = it->second.size();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuModuleGetFunctionCount(unsigned* count, CUmodule m) {
+  *count = static_cast<unsigned>(reinterpret_cast<FakeModule*>(m)->functions.size());
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction* fs, unsigned n, CUmodule m) {
+  log("cuModuleEnumerateFunctions " + std::to_string(n));
+  const auto& all = reinterpret_cast<FakeModule*>(m)->functions;
+  if (n > all.size()) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; ++i) fs[i] = reinterpret_cast<CUfunction>(all[i]);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuFuncGetName(const char** name, CUfunction f) {
+  *name = reinterpret_cast<FakeFunction*>(f)->name.c_str();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, std::size_t i, std::size_t* offset,
+                                        std::size_t* size) {
+  const auto& params = reinterpret_cast<FakeFunction*>(f)->params;
+  if (i >= params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = params[i].first;
+  *size = params[i].second;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f) {
+  switch (a) {
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+      *v = 42;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *v = 1024;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *v = reinterpret_cast<FakeFunction*>(f)->max_dynamic_shared;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+FAKE_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  log("cuFuncSetAttribute " + std::to_string(a) + " " + std::to_string(v));
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (v > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+    reinterpret_cast<FakeFunction*>(f)->max_dynamic_shared = v;
+  }
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                    unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                    CUstream, void** params, void** extra) {
+  return launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, params, extra);
+}
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy,
+                                               unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                               unsigned shared, CUstream, void** params) {
+  return launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, params, nullptr);
 }

@@ -40,7 +40,7 @@ class table;
 namespace cudamux::backend {
 
 // Bump on every change of this header's types or virtual functions.
-inline constexpr std::uint32_t kAbiVersion = 2;
+inline constexpr std::uint32_t kAbiVersion = 3;  // 3: Function::set_attribute (issue 7)
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -192,6 +192,15 @@ class Function {
   virtual Status attribute(CUfunction_attribute attr, int& value) const = 0;
   // Layout of the parameters (cuFuncGetParamInfo); the core packs kernelParams with it.
   [[nodiscard]] virtual const std::vector<ParamInfo>& params() const noexcept = 0;
+  // A cuFuncSetAttribute / cuKernelSetAttribute value, already validated by the core,
+  // which records it only when this succeeds. NVIDIA's driver must be told (it refuses
+  // launches above 48 KiB of dynamic shared memory otherwise); backends that take the
+  // limits from the core's record need nothing, hence the default (issue 7).
+  virtual Status set_attribute(CUfunction_attribute attr, int value) {
+    (void)attr;
+    (void)value;
+    return kOk;
+  }
 };
 
 class Module {

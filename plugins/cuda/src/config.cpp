@@ -44,6 +44,21 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
                            *out.driver));
         }
         out.driver_origin = where(source, node);
+      } else if (key == "nvrtc") {
+        out.nvrtc = string(source, node, key);
+        if (out.nvrtc->front() != '/') {
+          fail(source, node, key,
+               fmt::format("\"{}\" is not an absolute path (give the full path of NVIDIA's "
+                           "libnvrtc.so.13: a bare name would find cudamux's own)",
+                           *out.nvrtc));
+        }
+        out.nvrtc_origin = where(source, node);
+      } else if (key == "nvrtc_search_path") {
+        const auto* array = node.as_array();
+        if (array == nullptr) fail(source, node, key, "expected an array of folder names");
+        std::vector<std::string> dirs;
+        for (const auto& entry : *array) dirs.push_back(string(source, entry, key));
+        out.nvrtc_search = std::move(dirs);
       } else if (key == "search_path") {
         const auto* array = node.as_array();
         if (array == nullptr) fail(source, node, key, "expected an array of folder names");

@@ -26,6 +26,9 @@ struct CudaConfig {
   std::optional<std::string> driver;               // [cuda] driver: NVIDIA's libcuda.so.1
   std::string driver_origin;                       // "file:line:column" of that key
   std::optional<std::vector<std::string>> search;  // [cuda] search_path: replaces the defaults
+  std::optional<std::string> nvrtc;                // [cuda] nvrtc: NVIDIA's libnvrtc.so.13
+  std::string nvrtc_origin;
+  std::optional<std::vector<std::string>> nvrtc_search;  // [cuda] nvrtc_search_path
   ContextMode contexts = ContextMode::primary;
 };
 

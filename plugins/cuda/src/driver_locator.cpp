@@ -74,8 +74,10 @@ std::optional<bool> elf_has_section(const std::string& path, const char* section
   return false;
 }
 
-bool is_loaded_libcuda(const std::string& path) {
-  void* sym = ::dlsym(RTLD_DEFAULT, "cuInit");
+bool is_loaded_libcuda(const std::string& path) { return is_loaded_library(path, "cuInit"); }
+
+bool is_loaded_library(const std::string& path, const char* symbol) {
+  void* sym = ::dlsym(RTLD_DEFAULT, symbol);
   Dl_info info{};
   if (sym == nullptr || ::dladdr(sym, &info) == 0 || info.dli_fname == nullptr) return false;
   return same_file(info.dli_fname, path);

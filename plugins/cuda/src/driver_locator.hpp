@@ -31,6 +31,8 @@ std::optional<bool> elf_has_section(const std::string& path, const char* section
 // defines cuInit in this process's global scope (cudamux's own, when a program runs
 // on cudamux).
 bool is_loaded_libcuda(const std::string& path);
+// The same for any library: `path` is the file defining `symbol` in the global scope.
+bool is_loaded_library(const std::string& path, const char* symbol);
 
 // The folders searched when no driver is configured: each LD_LIBRARY_PATH entry, then
 // /usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/local/nvidia/lib64, /usr/lib/wsl/lib.

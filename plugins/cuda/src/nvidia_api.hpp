@@ -27,7 +27,24 @@ namespace cudamux::cuda {
                                                           X(cuMemsetD16Async) X(cuMemsetD32Async) \
                                                               X(cuMemsetD2D8Async)                \
                                                                   X(cuMemsetD2D16Async)           \
-                                                                      X(cuMemsetD2D32Async)
+                                                                      X(cuMemsetD2D32Async)      \
+  CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)
+
+// Modules and launches (issue 7). cuModuleEnumerateFunctions and cuFuncGetParamInfo
+// arrived with CUDA 12.4: older drivers are refused (cudamux presents CUDA 13.0).
+#define CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)                                                   \
+  X(cuModuleLoadData)                                                                        \
+  X(cuModuleUnload)                                                                          \
+  X(cuModuleGetFunction)                                                                     \
+  X(cuModuleGetGlobal_v2)                                                                    \
+  X(cuModuleGetFunctionCount)                                                                \
+  X(cuModuleEnumerateFunctions)                                                              \
+  X(cuFuncGetName)                                                                           \
+  X(cuFuncGetParamInfo)                                                                      \
+  X(cuFuncGetAttribute)                                                                      \
+  X(cuFuncSetAttribute)                                                                      \
+  X(cuLaunchKernel)                                                                          \
+  X(cuLaunchCooperativeKernel)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

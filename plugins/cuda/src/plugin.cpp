@@ -3,13 +3,16 @@
 // NVIDIA's, mapped by the core with the identity (native codes are CUresult values).
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "compiler.hpp"
 #include "config.hpp"
 #include "cudamux/backend.hpp"
 #include "driver_locator.hpp"
@@ -78,6 +81,104 @@ be::Status make_current(const NvidiaApi& api, const RealContext& ctx) {
   t_current_id = ctx.id;
   return be::kOk;
 }
+
+// A CUfunction of NVIDIA's: its parameter layout is read once, when it is first asked for.
+class NvidiaFunction final : public be::Function {
+ public:
+  NvidiaFunction(const NvidiaApi& api, RealContext ctx, CUfunction f, std::string name)
+      : api_(api), ctx_(ctx), function_(f), name_(std::move(name)) {
+    // cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE past the last parameter.
+    for (std::size_t i = 0;; ++i) {
+      be::ParamInfo p;
+      if (api_.cuFuncGetParamInfo(function_, i, &p.offset, &p.size) != CUDA_SUCCESS) break;
+      params_.push_back(p);
+    }
+  }
+  [[nodiscard]] std::string_view name() const noexcept override { return name_; }
+  be::Status attribute(CUfunction_attribute attr, int& value) const override {
+    return status(api_.cuFuncGetAttribute(&value, attr, function_));
+  }
+  [[nodiscard]] const std::vector<be::ParamInfo>& params() const noexcept override {
+    return params_;
+  }
+  be::Status set_attribute(CUfunction_attribute attr, int value) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuFuncSetAttribute(function_, attr, value));
+  }
+  [[nodiscard]] CUfunction handle() const noexcept { return function_; }
+
+ private:
+  const NvidiaApi& api_;
+  const RealContext ctx_;
+  const CUfunction function_;
+  const std::string name_;
+  std::vector<be::ParamInfo> params_;
+};
+
+// A CUmodule of NVIDIA's, loaded in one real context; unloaded with this object.
+class NvidiaModule final : public be::Module {
+ public:
+  NvidiaModule(const NvidiaApi& api, RealContext ctx, CUmodule m)
+      : api_(api), ctx_(ctx), module_(m) {}
+  ~NvidiaModule() override {
+    if (make_current(api_, ctx_).ok()) (void)api_.cuModuleUnload(module_);
+  }
+  NvidiaModule(const NvidiaModule&) = delete;
+  NvidiaModule& operator=(const NvidiaModule&) = delete;
+
+  [[nodiscard]] be::Function* function(std::string_view name) noexcept override {
+    try {
+      std::lock_guard lock(mu_);
+      if (auto it = functions_.find(name); it != functions_.end()) return it->second.get();
+      std::string key(name);
+      CUfunction f = nullptr;
+      if (api_.cuModuleGetFunction(&f, module_, key.c_str()) != CUDA_SUCCESS) return nullptr;
+      auto fn = std::make_unique<NvidiaFunction>(api_, ctx_, f, key);
+      return functions_.emplace(std::move(key), std::move(fn)).first->second.get();
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  [[nodiscard]] bool global(std::string_view name, void*& address,
+                            std::size_t& bytes) noexcept override {
+    try {
+      const std::string key(name);
+      CUdeviceptr p = 0;
+      std::size_t n = 0;
+      if (api_.cuModuleGetGlobal_v2(&p, &n, module_, key.c_str()) != CUDA_SUCCESS) return false;
+      address = reinterpret_cast<void*>(p);
+      bytes = n;
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  [[nodiscard]] std::vector<std::string_view> function_names() const override {
+    std::lock_guard lock(mu_);
+    if (!names_) {
+      names_.emplace();
+      unsigned count = 0;
+      if (api_.cuModuleGetFunctionCount(&count, module_) == CUDA_SUCCESS && count > 0) {
+        std::vector<CUfunction> fs(count);
+        if (api_.cuModuleEnumerateFunctions(fs.data(), count, module_) == CUDA_SUCCESS) {
+          for (CUfunction f : fs) {
+            const char* n = nullptr;
+            if (api_.cuFuncGetName(&n, f) == CUDA_SUCCESS && n != nullptr) names_->emplace_back(n);
+          }
+        }
+      }
+    }
+    return {names_->begin(), names_->end()};
+  }
+
+ private:
+  const NvidiaApi& api_;
+  const RealContext ctx_;
+  const CUmodule module_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<NvidiaFunction>, std::less<>> functions_;
+  mutable std::optional<std::vector<std::string>> names_;
+};
 
 class NvidiaEvent final : public be::Event {
  public:
@@ -204,9 +305,34 @@ class NvidiaQueue final : public be::Queue {
   }
   be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
   be::Status synchronize() override { return status(api_.cuStreamSynchronize(stream_)); }
-  be::Status launch(const be::LaunchDesc& /*desc*/) override {
-    // Kernels arrive with issue 3 (modules): cuModuleLoadData / cuLaunchKernel passthrough.
-    return status(CUDA_ERROR_NOT_SUPPORTED);
+  be::Status launch(const be::LaunchDesc& d) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    const auto& f = static_cast<const NvidiaFunction&>(*d.function);
+    // kernelParams point into the core's packed copy (valid during this call; NVIDIA
+    // copies the values before cuLaunchKernel returns).
+    const auto& params = f.params();
+    std::array<void*, 64> small{};
+    std::vector<void*> large;
+    void** kernel_params = nullptr;
+    if (!params.empty()) {
+      kernel_params = small.data();
+      if (params.size() > small.size()) {
+        large.resize(params.size());
+        kernel_params = large.data();
+      }
+      auto* base = static_cast<const char*>(d.args);
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        kernel_params[i] = const_cast<char*>(base + params[i].offset);
+      }
+    }
+    if (d.cooperative) {
+      return status(api_.cuLaunchCooperativeKernel(f.handle(), d.grid[0], d.grid[1], d.grid[2],
+                                                   d.block[0], d.block[1], d.block[2],
+                                                   d.shared_bytes, stream_, kernel_params));
+    }
+    return status(api_.cuLaunchKernel(f.handle(), d.grid[0], d.grid[1], d.grid[2], d.block[0],
+                                      d.block[1], d.block[2], d.shared_bytes, stream_,
+                                      kernel_params, nullptr));
   }
 
  private:
@@ -324,8 +450,13 @@ class NvidiaContext final : public be::DeviceContext {
     }
     return be::kOk;
   }
-  be::Status load_module(const void* /*image*/, std::unique_ptr<be::Module>& /*out*/) override {
-    return status(CUDA_ERROR_NOT_SUPPORTED);  // issue 3: cuModuleLoadData passthrough
+  be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
+    // PTX, CUBIN or fat binary: NVIDIA's driver tells them apart (and JIT-compiles PTX).
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUmodule m = nullptr;
+    if (const CUresult r = api_.cuModuleLoadData(&m, image); r != CUDA_SUCCESS) return status(r);
+    out = std::make_unique<NvidiaModule>(api_, ctx_, m);
+    return be::kOk;
   }
 
  private:
@@ -424,12 +555,13 @@ class NvidiaDevices final : public be::Devices {
 
 class NvidiaBackend final : public be::Backend {
  public:
-  NvidiaBackend(std::optional<OpenedDriver> driver, int count, ContextMode mode,
+  NvidiaBackend(std::optional<OpenedDriver> driver, int count, const CudaConfig& config,
                 std::shared_ptr<spdlog::logger> log)
       : driver_(std::move(driver)),
         errors_(driver_ ? &driver_->api : nullptr),
         devices_(driver_ ? &driver_->api : nullptr, count),
-        mode_(mode),
+        mode_(config.contexts),
+        config_(config),
         log_(std::move(log)) {
     for (int i = 0; i < count; ++i) (void)driver_->api.cuDeviceGet(&devices_.slot(i).device, i);
   }
@@ -437,7 +569,15 @@ class NvidiaBackend final : public be::Backend {
   [[nodiscard]] std::string_view name() const noexcept override { return "cuda"; }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
   [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }
-  [[nodiscard]] be::Compiler* compiler() noexcept override { return nullptr; }  // issue 7: NVRTC
+  // NVIDIA's NVRTC, looked for on first use (it needs no driver or GPU); nullptr without one.
+  [[nodiscard]] be::Compiler* compiler() noexcept override {
+    try {
+      std::call_once(compiler_once_, [&] { compiler_ = find_compiler(config_, *log_); });
+    } catch (...) {
+      return nullptr;
+    }
+    return compiler_.get();
+  }
 
   be::Status open_context(int ordinal, unsigned flags,
                           std::unique_ptr<be::DeviceContext>& out) override {
@@ -499,7 +639,10 @@ class NvidiaBackend final : public be::Backend {
   NvidiaErrors errors_;
   NvidiaDevices devices_;
   const ContextMode mode_;
+  const CudaConfig config_;
   std::shared_ptr<spdlog::logger> log_;
+  std::once_flag compiler_once_;
+  std::unique_ptr<NvidiaCompiler> compiler_;
 };
 
 const NvidiaApi& NvidiaContext::api_of(NvidiaBackend& b) { return b.api(); }
@@ -547,7 +690,7 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
           "cuda backend: no NVIDIA driver found ({} not in any searched folder, or not "
           "usable); set [cuda] driver to its full path. Searched:{}",
           kDriverFileName, join(found.tried));
-      return new NvidiaBackend(std::nullopt, 0, mode, host.logger);
+      return new NvidiaBackend(std::nullopt, 0, config, host.logger);
     }
     driver = std::move(found.driver);
   }
@@ -556,7 +699,7 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
     if (r == CUDA_ERROR_NO_DEVICE) {
       log.warn("cuda backend: NVIDIA's driver {} reports no device (CUDA_ERROR_NO_DEVICE)",
                driver->path);
-      return new NvidiaBackend(std::move(driver), 0, mode, host.logger);
+      return new NvidiaBackend(std::move(driver), 0, config, host.logger);
     }
     error = "cuda backend: NVIDIA's driver " + driver->path + " failed to initialise: cuInit " +
             "returned " + result_name(api, r);
@@ -580,7 +723,7 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
   log.debug("cuda backend: NVIDIA's driver {} (CUDA {}.{}), {} device(s), contexts = {}",
             driver->path, version / 1000, version % 1000 / 10, count,
             mode == ContextMode::primary ? "primary" : "create");
-  return new NvidiaBackend(std::move(driver), count, mode, host.logger);
+  return new NvidiaBackend(std::move(driver), count, config, host.logger);
 }
 
 }  // namespace
