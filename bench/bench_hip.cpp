@@ -67,7 +67,8 @@ Ours& ours() {
     if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
         cuCtxCreate(&x.ctx, nullptr, 0, dev) != CUDA_SUCCESS ||
         cuStreamCreate(&x.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-        cuEventCreate(&x.event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS || cuMemAlloc(&x.buffer, 4096) != CUDA_SUCCESS) {
+        cuEventCreate(&x.event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+        cuMemAlloc(&x.buffer, 4096) != CUDA_SUCCESS) {
       std::fprintf(stderr, "bench_hip: cudamux on the hip backend over the fake did not start\n");
       std::exit(1);
     }
@@ -95,12 +96,14 @@ void BM_Cudamux_EventQuery(benchmark::State& state) {
 void BM_FakeDirect_DeviceGetAttribute(benchmark::State& state) {
   auto& d = direct();
   int v = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(d.hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, 0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(d.hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, 0));
 }
 void BM_Cudamux_DeviceGetAttribute(benchmark::State& state) {
   (void)ours();
   int v = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
 }
 // An enqueued operation: validation, registry lookup, stream ordering, then the HIP call.
 void BM_FakeDirect_MemsetD32Async(benchmark::State& state) {

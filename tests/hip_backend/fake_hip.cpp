@@ -47,8 +47,8 @@ struct State {
   std::vector<std::string> log;
   std::map<std::uintptr_t, Alloc> allocs;
   std::map<std::string, std::pair<int, int>> inject;  // function -> (error, remaining)
-  std::map<const void*, std::string> handles;           // streams, events, modules, functions
-  std::vector<std::size_t> used;                        // per device
+  std::map<const void*, std::string> handles;         // streams, events, modules, functions
+  std::vector<std::size_t> used;                      // per device
   int next_id = 1;
   int devices = 1;
   std::size_t memory = std::size_t{1} << 30;
@@ -83,8 +83,11 @@ std::string name_of_locked(const void* p) {
     if (v - it->first < std::max<std::size_t>(it->second.size, 1)) {
       char buf[64];
       const auto off = v - it->first;
-      if (off == 0) std::snprintf(buf, sizeof buf, "%s%d", it->second.kind.c_str(), it->second.id);
-      else std::snprintf(buf, sizeof buf, "%s%d+0x%zx", it->second.kind.c_str(), it->second.id, static_cast<std::size_t>(off));
+      if (off == 0)
+        std::snprintf(buf, sizeof buf, "%s%d", it->second.kind.c_str(), it->second.id);
+      else
+        std::snprintf(buf, sizeof buf, "%s%d+0x%zx", it->second.kind.c_str(), it->second.id,
+                      static_cast<std::size_t>(off));
       return buf;
     }
   }
@@ -97,18 +100,30 @@ std::string N(const void* p) {
 
 const char* err_name(hipError_t e) {
   switch (e) {
-    case hipSuccess: return "hipSuccess";
-    case hipErrorInvalidValue: return "hipErrorInvalidValue";
-    case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
-    case hipErrorNoDevice: return "hipErrorNoDevice";
-    case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
-    case hipErrorInvalidImage: return "hipErrorInvalidImage";
-    case hipErrorNotFound: return "hipErrorNotFound";
-    case hipErrorNotReady: return "hipErrorNotReady";
-    case hipErrorNotSupported: return "hipErrorNotSupported";
-    case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
-    case hipErrorHostMemoryAlreadyRegistered: return "hipErrorHostMemoryAlreadyRegistered";
-    case hipErrorHostMemoryNotRegistered: return "hipErrorHostMemoryNotRegistered";
+    case hipSuccess:
+      return "hipSuccess";
+    case hipErrorInvalidValue:
+      return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory:
+      return "hipErrorOutOfMemory";
+    case hipErrorNoDevice:
+      return "hipErrorNoDevice";
+    case hipErrorInvalidDevice:
+      return "hipErrorInvalidDevice";
+    case hipErrorInvalidImage:
+      return "hipErrorInvalidImage";
+    case hipErrorNotFound:
+      return "hipErrorNotFound";
+    case hipErrorNotReady:
+      return "hipErrorNotReady";
+    case hipErrorNotSupported:
+      return "hipErrorNotSupported";
+    case hipErrorInvalidHandle:
+      return "hipErrorInvalidHandle";
+    case hipErrorHostMemoryAlreadyRegistered:
+      return "hipErrorHostMemoryAlreadyRegistered";
+    case hipErrorHostMemoryNotRegistered:
+      return "hipErrorHostMemoryNotRegistered";
     default: {
       static thread_local char buf[32];
       std::snprintf(buf, sizeof buf, "hipError_t(%d)", static_cast<int>(e));
@@ -156,24 +171,30 @@ bool injected(const char* fn, hipError_t& e) {
 }
 
 // Logs "fn(args) -> result" and returns the result.
-hipError_t done(const char* fn, const std::string& args, hipError_t e, const std::string& out = "") {
+hipError_t done(const char* fn, const std::string& args, hipError_t e,
+                const std::string& out = "") {
   record(std::string(fn) + "(" + args + ") -> " + err_name(e) + (out.empty() ? "" : " " + out));
   return e;
 }
 
-#define FAKE_INJECT(fn, args)                        \
-  do {                                               \
-    hipError_t injected_error_;                      \
+#define FAKE_INJECT(fn, args)                                                  \
+  do {                                                                         \
+    hipError_t injected_error_;                                                \
     if (injected(fn, injected_error_)) return done(fn, args, injected_error_); \
   } while (0)
 
 const char* kind_name(hipMemcpyKind k) {
   switch (k) {
-    case hipMemcpyHostToHost: return "HostToHost";
-    case hipMemcpyHostToDevice: return "HostToDevice";
-    case hipMemcpyDeviceToHost: return "DeviceToHost";
-    case hipMemcpyDeviceToDevice: return "DeviceToDevice";
-    case hipMemcpyDefault: return "Default";
+    case hipMemcpyHostToHost:
+      return "HostToHost";
+    case hipMemcpyHostToDevice:
+      return "HostToDevice";
+    case hipMemcpyDeviceToHost:
+      return "DeviceToHost";
+    case hipMemcpyDeviceToDevice:
+      return "DeviceToDevice";
+    case hipMemcpyDefault:
+      return "Default";
   }
   return "?";
 }
@@ -282,7 +303,8 @@ hipError_t release(void* p, std::initializer_list<const char*> kinds, hipError_t
     for (const char* k : kinds) match = match || it->second.kind == k;
     if (!match) return not_found;
     a = it->second;
-    if (a.kind == "dev" || a.kind == "managed") s.used[static_cast<std::size_t>(a.device)] -= a.size;
+    if (a.kind == "dev" || a.kind == "managed")
+      s.used[static_cast<std::size_t>(a.device)] -= a.size;
     s.allocs.erase(it);
   }
   if (a.owned) std::free(p);
@@ -346,7 +368,8 @@ FAKE_API hipError_t hipRuntimeGetVersion(int* v) {
 FAKE_API hipError_t hipGetDeviceCount(int* n) {
   FAKE_INJECT("hipGetDeviceCount", "");
   *n = S().devices;
-  return done("hipGetDeviceCount", "", S().devices > 0 ? hipSuccess : hipErrorNoDevice, fmt("%d", *n));
+  return done("hipGetDeviceCount", "", S().devices > 0 ? hipSuccess : hipErrorNoDevice,
+              fmt("%d", *n));
 }
 FAKE_API hipError_t hipSetDevice(int d) {
   FAKE_INJECT("hipSetDevice", fmt("%d", d));
@@ -355,17 +378,21 @@ FAKE_API hipError_t hipSetDevice(int d) {
   return done("hipSetDevice", fmt("%d", d), hipSuccess);
 }
 FAKE_API hipError_t hipDeviceGet(hipDevice_t* dev, int ordinal) {
-  if (!valid_device(ordinal)) return done("hipDeviceGet", fmt("%d", ordinal), hipErrorInvalidDevice);
+  if (!valid_device(ordinal))
+    return done("hipDeviceGet", fmt("%d", ordinal), hipErrorInvalidDevice);
   *dev = ordinal;
   return done("hipDeviceGet", fmt("%d", ordinal), hipSuccess);
 }
 FAKE_API hipError_t hipDeviceGetName(char* name, int len, hipDevice_t dev) {
-  if (!valid_device(dev) || len <= 0) return done("hipDeviceGetName", fmt("%d", dev), hipErrorInvalidValue);
-  std::snprintf(name, static_cast<std::size_t>(len), "Fake AMD Instinct MI210 #%d (cudamux fake HIP)", dev);
+  if (!valid_device(dev) || len <= 0)
+    return done("hipDeviceGetName", fmt("%d", dev), hipErrorInvalidValue);
+  std::snprintf(name, static_cast<std::size_t>(len),
+                "Fake AMD Instinct MI210 #%d (cudamux fake HIP)", dev);
   return done("hipDeviceGetName", fmt("%d", dev), hipSuccess);
 }
 FAKE_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int dev) {
-  if (!valid_device(dev)) return done("hipGetDeviceProperties", fmt("%d", dev), hipErrorInvalidDevice);
+  if (!valid_device(dev))
+    return done("hipGetDeviceProperties", fmt("%d", dev), hipErrorInvalidDevice);
   *p = hipDeviceProp_t{};
   std::snprintf(p->name, sizeof p->name, "Fake AMD Instinct MI210 #%d (cudamux fake HIP)", dev);
   std::snprintf(p->gcnArchName, sizeof p->gcnArchName, "%s", S().arch.c_str());
@@ -389,42 +416,78 @@ FAKE_API hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attr,
   if (!valid_device(dev)) return done("hipDeviceGetAttribute", args, hipErrorInvalidDevice);
   // An MI210-like device. What HIP on AMD cannot answer ("Cuda only") is hipErrorInvalidValue.
   static const std::map<hipDeviceAttribute_t, int> kValues = {
-      {hipDeviceAttributeMaxThreadsPerBlock, 1024}, {hipDeviceAttributeMaxBlockDimX, 1024},
-      {hipDeviceAttributeMaxBlockDimY, 1024}, {hipDeviceAttributeMaxBlockDimZ, 1024},
-      {hipDeviceAttributeMaxGridDimX, 2147483647}, {hipDeviceAttributeMaxGridDimY, 65536},
-      {hipDeviceAttributeMaxGridDimZ, 65536}, {hipDeviceAttributeMaxSharedMemoryPerBlock, 65536},
-      {hipDeviceAttributeTotalConstantMemory, 2147483647}, {hipDeviceAttributeWarpSize, 64},
-      {hipDeviceAttributeMaxRegistersPerBlock, 65536}, {hipDeviceAttributeClockRate, 1700000},
-      {hipDeviceAttributeMultiprocessorCount, 104}, {hipDeviceAttributeIntegrated, 0},
-      {hipDeviceAttributeCanMapHostMemory, 1}, {hipDeviceAttributeComputeMode, 0},
-      {hipDeviceAttributeConcurrentKernels, 1}, {hipDeviceAttributeEccEnabled, 1},
-      {hipDeviceAttributePciBusId, 3}, {hipDeviceAttributePciDeviceId, 0}, {hipDeviceAttributePciDomainID, 0},
-      {hipDeviceAttributeMemoryClockRate, 1600000}, {hipDeviceAttributeMemoryBusWidth, 4096},
-      {hipDeviceAttributeL2CacheSize, 8388608}, {hipDeviceAttributeMaxThreadsPerMultiProcessor, 2048},
-      {hipDeviceAttributeComputeCapabilityMajor, 9}, {hipDeviceAttributeComputeCapabilityMinor, 0},
-      {hipDeviceAttributeManagedMemory, 1}, {hipDeviceAttributeConcurrentManagedAccess, 1},
-      {hipDeviceAttributeCooperativeLaunch, 1}, {hipDeviceAttributeMaxSharedMemoryPerMultiprocessor, 65536},
-      {hipDeviceAttributeMaxRegistersPerMultiprocessor, 131072}, {hipDeviceAttributeKernelExecTimeout, 0},
-      {hipDeviceAttributeMaxPitch, 2147483647}, {hipDeviceAttributeTextureAlignment, 256},
-      {hipDeviceAttributeIsMultiGpuBoard, 0}, {hipDeviceAttributeMaxTexture1DWidth, 16384},
-      {hipDeviceAttributePageableMemoryAccess, 0}, {hipDeviceAttributeDirectManagedMemAccessFromHost, 0},
+      {hipDeviceAttributeMaxThreadsPerBlock, 1024},
+      {hipDeviceAttributeMaxBlockDimX, 1024},
+      {hipDeviceAttributeMaxBlockDimY, 1024},
+      {hipDeviceAttributeMaxBlockDimZ, 1024},
+      {hipDeviceAttributeMaxGridDimX, 2147483647},
+      {hipDeviceAttributeMaxGridDimY, 65536},
+      {hipDeviceAttributeMaxGridDimZ, 65536},
+      {hipDeviceAttributeMaxSharedMemoryPerBlock, 65536},
+      {hipDeviceAttributeTotalConstantMemory, 2147483647},
+      {hipDeviceAttributeWarpSize, 64},
+      {hipDeviceAttributeMaxRegistersPerBlock, 65536},
+      {hipDeviceAttributeClockRate, 1700000},
+      {hipDeviceAttributeMultiprocessorCount, 104},
+      {hipDeviceAttributeIntegrated, 0},
+      {hipDeviceAttributeCanMapHostMemory, 1},
+      {hipDeviceAttributeComputeMode, 0},
+      {hipDeviceAttributeConcurrentKernels, 1},
+      {hipDeviceAttributeEccEnabled, 1},
+      {hipDeviceAttributePciBusId, 3},
+      {hipDeviceAttributePciDeviceId, 0},
+      {hipDeviceAttributePciDomainID, 0},
+      {hipDeviceAttributeMemoryClockRate, 1600000},
+      {hipDeviceAttributeMemoryBusWidth, 4096},
+      {hipDeviceAttributeL2CacheSize, 8388608},
+      {hipDeviceAttributeMaxThreadsPerMultiProcessor, 2048},
+      {hipDeviceAttributeComputeCapabilityMajor, 9},
+      {hipDeviceAttributeComputeCapabilityMinor, 0},
+      {hipDeviceAttributeManagedMemory, 1},
+      {hipDeviceAttributeConcurrentManagedAccess, 1},
+      {hipDeviceAttributeCooperativeLaunch, 1},
+      {hipDeviceAttributeMaxSharedMemoryPerMultiprocessor, 65536},
+      {hipDeviceAttributeMaxRegistersPerMultiprocessor, 131072},
+      {hipDeviceAttributeKernelExecTimeout, 0},
+      {hipDeviceAttributeMaxPitch, 2147483647},
+      {hipDeviceAttributeTextureAlignment, 256},
+      {hipDeviceAttributeIsMultiGpuBoard, 0},
+      {hipDeviceAttributeMaxTexture1DWidth, 16384},
+      {hipDeviceAttributePageableMemoryAccess, 0},
+      {hipDeviceAttributeDirectManagedMemAccessFromHost, 0},
       // What ROCm 5.2 answers from its device properties for CUDA-compatible attributes.
-      {hipDeviceAttributeAsyncEngineCount, 2}, {hipDeviceAttributeDeviceOverlap, 1},
-      {hipDeviceAttributeUnifiedAddressing, 1}, {hipDeviceAttributeTexturePitchAlignment, 256},
-      {hipDeviceAttributeSurfaceAlignment, 256}, {hipDeviceAttributeSharedMemPerBlockOptin, 65536},
-      {hipDeviceAttributeMaxBlocksPerMultiProcessor, 32}, {hipDeviceAttributeStreamPrioritiesSupported, 1},
-      {hipDeviceAttributeGlobalL1CacheSupported, 1}, {hipDeviceAttributeLocalL1CacheSupported, 1},
-      {hipDeviceAttributeHostNativeAtomicSupported, 1}, {hipDeviceAttributeSingleToDoublePrecisionPerfRatio, 1},
-      {hipDeviceAttributeComputePreemptionSupported, 0}, {hipDeviceAttributeCanUseHostPointerForRegisteredMem, 0},
-      {hipDeviceAttributeCooperativeMultiDeviceLaunch, 1}, {hipDeviceAttributeTccDriver, 0},
-      {hipDeviceAttributeMultiGpuBoardGroupID, 0}, {hipDeviceAttributePageableMemoryAccessUsesHostPageTables, 0},
-      {hipDeviceAttributePersistingL2CacheMaxSize, 0}, {hipDeviceAttributeAccessPolicyMaxWindowSize, 0},
-      {hipDeviceAttributeReservedSharedMemPerBlock, 0}, {hipDeviceAttributeMemoryPoolsSupported, 0},
-      {hipDeviceAttributeMaxTexture2DWidth, 16384}, {hipDeviceAttributeMaxTexture2DHeight, 16384},
-      {hipDeviceAttributeMaxTexture3DWidth, 16384}, {hipDeviceAttributeMaxTexture3DHeight, 16384},
-      {hipDeviceAttributeMaxTexture3DDepth, 8192}, {hipDeviceAttributeMaxTexture1DLinear, 134217728},
-      {hipDeviceAttributeMaxTexture1DMipmap, 16384}, {hipDeviceAttributeMaxTextureCubemap, 16384},
-      {hipDeviceAttributeMaxSurface1D, 16384}, {hipDeviceAttributeMaxSurfaceCubemap, 16384},
+      {hipDeviceAttributeAsyncEngineCount, 2},
+      {hipDeviceAttributeDeviceOverlap, 1},
+      {hipDeviceAttributeUnifiedAddressing, 1},
+      {hipDeviceAttributeTexturePitchAlignment, 256},
+      {hipDeviceAttributeSurfaceAlignment, 256},
+      {hipDeviceAttributeSharedMemPerBlockOptin, 65536},
+      {hipDeviceAttributeMaxBlocksPerMultiProcessor, 32},
+      {hipDeviceAttributeStreamPrioritiesSupported, 1},
+      {hipDeviceAttributeGlobalL1CacheSupported, 1},
+      {hipDeviceAttributeLocalL1CacheSupported, 1},
+      {hipDeviceAttributeHostNativeAtomicSupported, 1},
+      {hipDeviceAttributeSingleToDoublePrecisionPerfRatio, 1},
+      {hipDeviceAttributeComputePreemptionSupported, 0},
+      {hipDeviceAttributeCanUseHostPointerForRegisteredMem, 0},
+      {hipDeviceAttributeCooperativeMultiDeviceLaunch, 1},
+      {hipDeviceAttributeTccDriver, 0},
+      {hipDeviceAttributeMultiGpuBoardGroupID, 0},
+      {hipDeviceAttributePageableMemoryAccessUsesHostPageTables, 0},
+      {hipDeviceAttributePersistingL2CacheMaxSize, 0},
+      {hipDeviceAttributeAccessPolicyMaxWindowSize, 0},
+      {hipDeviceAttributeReservedSharedMemPerBlock, 0},
+      {hipDeviceAttributeMemoryPoolsSupported, 0},
+      {hipDeviceAttributeMaxTexture2DWidth, 16384},
+      {hipDeviceAttributeMaxTexture2DHeight, 16384},
+      {hipDeviceAttributeMaxTexture3DWidth, 16384},
+      {hipDeviceAttributeMaxTexture3DHeight, 16384},
+      {hipDeviceAttributeMaxTexture3DDepth, 8192},
+      {hipDeviceAttributeMaxTexture1DLinear, 134217728},
+      {hipDeviceAttributeMaxTexture1DMipmap, 16384},
+      {hipDeviceAttributeMaxTextureCubemap, 16384},
+      {hipDeviceAttributeMaxSurface1D, 16384},
+      {hipDeviceAttributeMaxSurfaceCubemap, 16384},
       {hipDeviceAttributeCanUseStreamWaitValue, 0},
   };
   auto it = kValues.find(attr);
@@ -438,7 +501,8 @@ FAKE_API hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest) {
   return done("hipDeviceGetStreamPriorityRange", "", hipSuccess, "0 -2");
 }
 FAKE_API hipError_t hipDeviceCanAccessPeer(int* can, int dev, int peer) {
-  if (!valid_device(dev) || !valid_device(peer)) return done("hipDeviceCanAccessPeer", fmt("%d, %d", dev, peer), hipErrorInvalidDevice);
+  if (!valid_device(dev) || !valid_device(peer))
+    return done("hipDeviceCanAccessPeer", fmt("%d, %d", dev, peer), hipErrorInvalidDevice);
   *can = dev != peer;
   return done("hipDeviceCanAccessPeer", fmt("%d, %d", dev, peer), hipSuccess, fmt("%d", *can));
 }
@@ -453,7 +517,8 @@ FAKE_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
 
 // ---------------------------------------------------------------------------------------
 // Memory
-static hipError_t device_alloc(const char* fn, void** out, size_t size, const char* kind, const std::string& args) {
+static hipError_t device_alloc(const char* fn, void** out, size_t size, const char* kind,
+                               const std::string& args) {
   State& s = S();
   bool fits = false;
   {
@@ -481,7 +546,8 @@ FAKE_API hipError_t hipMalloc(void** out, size_t size) {
 FAKE_API hipError_t hipMallocManaged(void** out, size_t size, unsigned flags) {
   const std::string args = fmt("%zu, 0x%x", size, flags);
   FAKE_INJECT("hipMallocManaged", args);
-  if (flags != hipMemAttachGlobal && flags != hipMemAttachHost) return done("hipMallocManaged", args, hipErrorInvalidValue);
+  if (flags != hipMemAttachGlobal && flags != hipMemAttachHost)
+    return done("hipMallocManaged", args, hipErrorInvalidValue);
   return device_alloc("hipMallocManaged", out, size, "managed", args);
 }
 FAKE_API hipError_t hipFree(void* p) {
@@ -525,7 +591,8 @@ FAKE_API hipError_t hipHostGetDevicePointer(void** dev, void* host, unsigned fla
   const std::string name = N(host);
   const std::string args = fmt("%s, 0x%x", name.c_str(), flags);
   if (!name.starts_with("host") || name == "hostmem") {
-    if (!name.starts_with("reg")) return done("hipHostGetDevicePointer", args, hipErrorInvalidValue);
+    if (!name.starts_with("reg"))
+      return done("hipHostGetDevicePointer", args, hipErrorInvalidValue);
   }
   *dev = host;  // one address space
   return done("hipHostGetDevicePointer", args, hipSuccess);
@@ -578,10 +645,12 @@ FAKE_API hipError_t hipStreamSynchronize(hipStream_t h) {
   s->wait_idle();
   return done("hipStreamSynchronize", N(h), hipSuccess);
 }
-FAKE_API hipError_t hipStreamAddCallback(hipStream_t h, hipStreamCallback_t cb, void* user, unsigned flags) {
+FAKE_API hipError_t hipStreamAddCallback(hipStream_t h, hipStreamCallback_t cb, void* user,
+                                         unsigned flags) {
   const std::string args = fmt("%s, fn, user, %u", N(h).c_str(), flags);
   auto s = stream_of(h);
-  if (!s || cb == nullptr || flags != 0) return done("hipStreamAddCallback", args, hipErrorInvalidValue);
+  if (!s || cb == nullptr || flags != 0)
+    return done("hipStreamAddCallback", args, hipErrorInvalidValue);
   s->submit([h, cb, user] { cb(h, hipSuccess, user); });
   return done("hipStreamAddCallback", args, hipSuccess);
 }
@@ -652,7 +721,8 @@ FAKE_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t 
   auto a = event_of(start), b = event_of(stop);
   if (!a || !b) return done("hipEventElapsedTime", args, hipErrorInvalidHandle);
   std::lock_guard lock(g_event_mu);
-  if ((a->flags | b->flags) & hipEventDisableTiming) return done("hipEventElapsedTime", args, hipErrorInvalidHandle);
+  if ((a->flags | b->flags) & hipEventDisableTiming)
+    return done("hipEventElapsedTime", args, hipErrorInvalidHandle);
   if (a->done == 0 || b->done == 0 || a->done != a->recorded || b->done != b->recorded)
     return done("hipEventElapsedTime", args, hipErrorNotReady);
   *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
@@ -677,26 +747,32 @@ FAKE_API hipError_t hipStreamWaitEvent(hipStream_t sh, hipEvent_t h, unsigned fl
 
 // ---------------------------------------------------------------------------------------
 // Copies and fills (enqueued on the stream)
-static hipError_t enqueue(const char* fn, const std::string& args, hipStream_t sh, std::function<void()> op) {
+static hipError_t enqueue(const char* fn, const std::string& args, hipStream_t sh,
+                          std::function<void()> op) {
   auto s = stream_of(sh);
   if (!s) return done(fn, args, hipErrorInvalidHandle);
   s->submit(std::move(op));
   return done(fn, args, hipSuccess);
 }
-FAKE_API hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, hipMemcpyKind kind, hipStream_t s) {
-  const std::string args = fmt("%s, %s, %zu, %s, %s", N(dst).c_str(), N(src).c_str(), n, kind_name(kind), N(s).c_str());
+FAKE_API hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, hipMemcpyKind kind,
+                                   hipStream_t s) {
+  const std::string args =
+      fmt("%s, %s, %zu, %s, %s", N(dst).c_str(), N(src).c_str(), n, kind_name(kind), N(s).c_str());
   FAKE_INJECT("hipMemcpyAsync", args);
   return enqueue("hipMemcpyAsync", args, s, [=] { std::memmove(dst, src, n); });
 }
-FAKE_API hipError_t hipMemcpyPeerAsync(void* dst, int dd, const void* src, int sd, size_t n, hipStream_t s) {
-  const std::string args = fmt("%s, %d, %s, %d, %zu, %s", N(dst).c_str(), dd, N(src).c_str(), sd, n, N(s).c_str());
-  if (!valid_device(dd) || !valid_device(sd)) return done("hipMemcpyPeerAsync", args, hipErrorInvalidDevice);
+FAKE_API hipError_t hipMemcpyPeerAsync(void* dst, int dd, const void* src, int sd, size_t n,
+                                       hipStream_t s) {
+  const std::string args =
+      fmt("%s, %d, %s, %d, %zu, %s", N(dst).c_str(), dd, N(src).c_str(), sd, n, N(s).c_str());
+  if (!valid_device(dd) || !valid_device(sd))
+    return done("hipMemcpyPeerAsync", args, hipErrorInvalidDevice);
   return enqueue("hipMemcpyPeerAsync", args, s, [=] { std::memmove(dst, src, n); });
 }
-FAKE_API hipError_t hipMemcpy2DAsync(void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
-                                     hipMemcpyKind kind, hipStream_t s) {
-  const std::string args = fmt("%s, %zu, %s, %zu, %zu, %zu, %s, %s", N(dst).c_str(), dp, N(src).c_str(), sp, w, h,
-                               kind_name(kind), N(s).c_str());
+FAKE_API hipError_t hipMemcpy2DAsync(void* dst, size_t dp, const void* src, size_t sp, size_t w,
+                                     size_t h, hipMemcpyKind kind, hipStream_t s) {
+  const std::string args = fmt("%s, %zu, %s, %zu, %zu, %zu, %s, %s", N(dst).c_str(), dp,
+                               N(src).c_str(), sp, w, h, kind_name(kind), N(s).c_str());
   if (w > dp || w > sp) return done("hipMemcpy2DAsync", args, hipErrorInvalidPitchValue);
   return enqueue("hipMemcpy2DAsync", args, s, [=] {
     for (size_t r = 0; r < h; ++r)
@@ -707,23 +783,26 @@ FAKE_API hipError_t hipMemcpy3DAsync(const hipMemcpy3DParms* p, hipStream_t s) {
   const hipMemcpy3DParms q = *p;
   const std::string args =
       fmt("{src %s pitch %zu ysize %zu, dst %s pitch %zu ysize %zu, extent %zux%zux%zu, %s}, %s",
-          N(q.srcPtr.ptr).c_str(), q.srcPtr.pitch, q.srcPtr.ysize, N(q.dstPtr.ptr).c_str(), q.dstPtr.pitch,
-          q.dstPtr.ysize, q.extent.width, q.extent.height, q.extent.depth, kind_name(q.kind), N(s).c_str());
+          N(q.srcPtr.ptr).c_str(), q.srcPtr.pitch, q.srcPtr.ysize, N(q.dstPtr.ptr).c_str(),
+          q.dstPtr.pitch, q.dstPtr.ysize, q.extent.width, q.extent.height, q.extent.depth,
+          kind_name(q.kind), N(s).c_str());
   return enqueue("hipMemcpy3DAsync", args, s, [q] {
     for (size_t z = 0; z < q.extent.depth; ++z)
       for (size_t y = 0; y < q.extent.height; ++y)
-        std::memmove(static_cast<char*>(q.dstPtr.ptr) + (z * q.dstPtr.ysize + y) * q.dstPtr.pitch,
-                     static_cast<const char*>(q.srcPtr.ptr) + (z * q.srcPtr.ysize + y) * q.srcPtr.pitch,
-                     q.extent.width);
+        std::memmove(
+            static_cast<char*>(q.dstPtr.ptr) + (z * q.dstPtr.ysize + y) * q.dstPtr.pitch,
+            static_cast<const char*>(q.srcPtr.ptr) + (z * q.srcPtr.ysize + y) * q.srcPtr.pitch,
+            q.extent.width);
   });
 }
 template <class T>
 static hipError_t fill(const char* fn, void* dst, T value, size_t count, hipStream_t s) {
-  const std::string args = fmt("%s, 0x%llx, %zu, %s", N(dst).c_str(), static_cast<unsigned long long>(value), count,
-                               N(s).c_str());
+  const std::string args = fmt("%s, 0x%llx, %zu, %s", N(dst).c_str(),
+                               static_cast<unsigned long long>(value), count, N(s).c_str());
   FAKE_INJECT(fn, args);
   return enqueue(fn, args, s, [=] {
-    for (size_t i = 0; i < count; ++i) std::memcpy(static_cast<char*>(dst) + i * sizeof(T), &value, sizeof(T));
+    for (size_t i = 0; i < count; ++i)
+      std::memcpy(static_cast<char*>(dst) + i * sizeof(T), &value, sizeof(T));
   });
 }
 FAKE_API hipError_t hipMemsetD8Async(hipDeviceptr_t d, unsigned char v, size_t n, hipStream_t s) {
@@ -735,8 +814,10 @@ FAKE_API hipError_t hipMemsetD16Async(hipDeviceptr_t d, unsigned short v, size_t
 FAKE_API hipError_t hipMemsetD32Async(hipDeviceptr_t d, int v, size_t n, hipStream_t s) {
   return fill("hipMemsetD32Async", d, static_cast<unsigned>(v), n, s);
 }
-FAKE_API hipError_t hipMemset2DAsync(void* dst, size_t pitch, int v, size_t w, size_t h, hipStream_t s) {
-  const std::string args = fmt("%s, %zu, 0x%x, %zu, %zu, %s", N(dst).c_str(), pitch, v, w, h, N(s).c_str());
+FAKE_API hipError_t hipMemset2DAsync(void* dst, size_t pitch, int v, size_t w, size_t h,
+                                     hipStream_t s) {
+  const std::string args =
+      fmt("%s, %zu, 0x%x, %zu, %zu, %s", N(dst).c_str(), pitch, v, w, h, N(s).c_str());
   return enqueue("hipMemset2DAsync", args, s, [=] {
     for (size_t r = 0; r < h; ++r) std::memset(static_cast<char*>(dst) + r * pitch, v, w);
   });
@@ -747,7 +828,8 @@ FAKE_API hipError_t hipMemset2DAsync(void* dst, size_t pitch, int v, size_t w, s
 FAKE_API hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
   FAKE_INJECT("hipModuleLoadData", "image");
   const auto* p = static_cast<const unsigned char*>(image);
-  if (p == nullptr || std::memcmp(p, ELFMAG, SELFMAG) != 0) return done("hipModuleLoadData", "image", hipErrorInvalidImage);
+  if (p == nullptr || std::memcmp(p, ELFMAG, SELFMAG) != 0)
+    return done("hipModuleLoadData", "image", hipErrorInvalidImage);
   Elf64_Ehdr h;
   std::memcpy(&h, p, sizeof h);
   if (h.e_machine != 224) return done("hipModuleLoadData", "image", hipErrorInvalidImage);
@@ -768,9 +850,11 @@ FAKE_API hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t mod, co
   if (!image_has_symbol(*m, name)) return done("hipModuleGetFunction", args, hipErrorNotFound);
   auto* f = new Function{name};  // owned by the fake for the process's life
   *out = reinterpret_cast<hipFunction_t>(f);
-  return done("hipModuleGetFunction", args, hipSuccess, new_handle(f, ("function:" + std::string(name) + "#").c_str()));
+  return done("hipModuleGetFunction", args, hipSuccess,
+              new_handle(f, ("function:" + std::string(name) + "#").c_str()));
 }
-FAKE_API hipError_t hipModuleGetGlobal(hipDeviceptr_t* dptr, size_t* bytes, hipModule_t mod, const char* name) {
+FAKE_API hipError_t hipModuleGetGlobal(hipDeviceptr_t* dptr, size_t* bytes, hipModule_t mod,
+                                       const char* name) {
   const std::string args = N(mod) + ", \"" + name + "\"";
   auto* m = reinterpret_cast<Module*>(mod);
   if (!image_has_symbol(*m, name)) return done("hipModuleGetGlobal", args, hipErrorNotFound);
@@ -780,11 +864,11 @@ FAKE_API hipError_t hipModuleGetGlobal(hipDeviceptr_t* dptr, size_t* bytes, hipM
   *bytes = storage.size();
   return done("hipModuleGetGlobal", args, hipSuccess, fmt("%zu bytes", *bytes));
 }
-FAKE_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                          unsigned by, unsigned bz, unsigned shared, hipStream_t s, void** params,
-                                          void** extra) {
-  std::string args = fmt("%s, grid %ux%ux%u, block %ux%ux%u, shared %u, %s", N(f).c_str(), gx, gy, gz, bx, by, bz,
-                         shared, N(s).c_str());
+FAKE_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz,
+                                          unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                          hipStream_t s, void** params, void** extra) {
+  std::string args = fmt("%s, grid %ux%ux%u, block %ux%ux%u, shared %u, %s", N(f).c_str(), gx, gy,
+                         gz, bx, by, bz, shared, N(s).c_str());
   if (params != nullptr) args += ", kernelParams";
   if (extra != nullptr) {
     // {BUFFER_POINTER, p, BUFFER_SIZE, &size, END}: log the packed arguments as bytes.
@@ -797,7 +881,8 @@ FAKE_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned
     for (size_t i = 0; i < n; ++i) args += fmt("%s%02x", i % 8 == 0 ? " " : "", bytes[i]);
   }
   FAKE_INJECT("hipModuleLaunchKernel", args);
-  if (bx * by * bz > 1024 || bx * by * bz == 0) return done("hipModuleLaunchKernel", args, hipErrorInvalidConfiguration);
+  if (bx * by * bz > 1024 || bx * by * bz == 0)
+    return done("hipModuleLaunchKernel", args, hipErrorInvalidConfiguration);
   return enqueue("hipModuleLaunchKernel", args, s, [] {});
 }
 FAKE_API hipError_t hipFuncGetAttribute(int* value, hipFunction_attribute attr, hipFunction_t f) {

@@ -3,19 +3,22 @@
 // Each ctest entry runs one process; its environment picks the scenario (FAKE_HIP_*).
 #include <cuda.h>
 #define __HIP_PLATFORM_AMD__
-#include <hip/hip_runtime_api.h>
 #include <cudamux.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <hip/hip_runtime_api.h>
 #include <nvrtc.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "code_object.hpp"  // white-box: the plugin's code-object reader
 
 namespace {
 
@@ -55,8 +58,8 @@ void expect_golden(const std::string& name) {
   ASSERT_TRUE(in) << "missing golden file " << path << "; the calls were:\n" << actual;
   std::stringstream expected;
   expected << in.rdbuf();
-  EXPECT_EQ(expected.str(), actual) << "HIP calls differ from " << path
-                                    << " (HIP_GOLDEN_UPDATE=1 rewrites it after review)";
+  EXPECT_EQ(expected.str(), actual)
+      << "HIP calls differ from " << path << " (HIP_GOLDEN_UPDATE=1 rewrites it after review)";
 }
 
 class Hip : public ::testing::Test {
@@ -100,7 +103,9 @@ TEST_F(Hip, GoldenStreamsEventsHostFunction) {
   ASSERT_EQ(cuEventCreate(&a, CU_EVENT_DEFAULT), CUDA_SUCCESS);
   ASSERT_EQ(cuEventCreate(&b, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(a, s), CUDA_SUCCESS);
-  ASSERT_EQ(cuLaunchHostFunc(s, [](void* p) { ++*static_cast<int*>(p); }, &calls), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchHostFunc(
+                s, [](void* p) { ++*static_cast<int*>(p); }, &calls),
+            CUDA_SUCCESS);
   ASSERT_EQ(cuStreamWaitEvent(s, a, 0), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(b, s), CUDA_SUCCESS);
   ASSERT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
@@ -115,7 +120,8 @@ TEST_F(Hip, GoldenPinnedManaged2D) {
   void* pinned = nullptr;
   CUdeviceptr managed = 0, pitched = 0;
   size_t pitch = 0;
-  ASSERT_EQ(cuMemHostAlloc(&pinned, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemHostAlloc(&pinned, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+            CUDA_SUCCESS);
   ASSERT_EQ(cuMemAllocManaged(&managed, 1024, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(cuMemAllocPitch(&pitched, &pitch, 100, 4, 4), CUDA_SUCCESS);
   std::memset(pinned, 0x5a, 4096);
@@ -178,11 +184,13 @@ TEST_F(Hip, HipErrorsWithoutCudaCounterpartGoThroughThePolicy) {
 
 TEST_F(Hip, UnmappedFlagIsNotSupportedAndNeverReachesHip) {
   std::vector<char> buf(8192);
-  EXPECT_EQ(cuMemHostRegister(buf.data(), buf.size(), CU_MEMHOSTREGISTER_READ_ONLY), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuMemHostRegister(buf.data(), buf.size(), CU_MEMHOSTREGISTER_READ_ONLY),
+            CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(std::string(fake().log()).find("hipHostRegister"), std::string::npos) << fake().log();
   // A mapped flag goes through, translated.
   ASSERT_EQ(cuMemHostRegister(buf.data(), buf.size(), CU_MEMHOSTREGISTER_DEVICEMAP), CUDA_SUCCESS);
-  EXPECT_NE(std::string(fake().log()).find("hipHostRegister(hostmem, 8192, 0x2) -> hipSuccess"), std::string::npos)
+  EXPECT_NE(std::string(fake().log()).find("hipHostRegister(hostmem, 8192, 0x2) -> hipSuccess"),
+            std::string::npos)
       << fake().log();
   EXPECT_EQ(cuMemHostUnregister(buf.data()), CUDA_SUCCESS);
 }
@@ -197,7 +205,8 @@ TEST_F(Hip, DeviceAttributesComeThroughTheTable) {
   // (an attribute the core does not read at start-up; answers are cached after the first).
   ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev), CUDA_SUCCESS);
   EXPECT_EQ(v, 8388608);
-  const std::string expect = "hipDeviceGetAttribute(" + std::to_string(hipDeviceAttributeL2CacheSize) + ", 0)";
+  const std::string expect =
+      "hipDeviceGetAttribute(" + std::to_string(hipDeviceAttributeL2CacheSize) + ", 0)";
   EXPECT_NE(std::string(fake().log()).find(expect), std::string::npos) << fake().log();
   ASSERT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev), CUDA_SUCCESS);
   const std::string log = fake().log();
@@ -208,7 +217,8 @@ TEST_F(Hip, DeviceAttributesComeThroughTheTable) {
   ASSERT_EQ(cuDeviceGetName(name, sizeof name, dev), CUDA_SUCCESS);
   EXPECT_NE(std::string(name).find("Fake AMD"), std::string::npos);
   int major = 0;
-  ASSERT_EQ(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), CUDA_SUCCESS);
+  ASSERT_EQ(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+            CUDA_SUCCESS);
   EXPECT_EQ(major, 9);
 }
 
@@ -227,7 +237,8 @@ TEST_F(Hip, PeerCopyUsesHipMemcpyPeer) {
   ASSERT_EQ(cuMemsetD8(a, 0x33, 64), CUDA_SUCCESS);
   fake().clear();
   ASSERT_EQ(cuMemcpyPeer(b, c1, a, ctx, 64), CUDA_SUCCESS);
-  EXPECT_NE(std::string(fake().log()).find("hipMemcpyPeerAsync("), std::string::npos) << fake().log();
+  EXPECT_NE(std::string(fake().log()).find("hipMemcpyPeerAsync("), std::string::npos)
+      << fake().log();
   EXPECT_EQ(reinterpret_cast<unsigned char*>(b)[10], 0x33);  // the fake's memory is host memory
   EXPECT_EQ(cuMemFree(a), CUDA_SUCCESS);
   EXPECT_EQ(cuCtxDestroy(c1), CUDA_SUCCESS);
@@ -235,7 +246,8 @@ TEST_F(Hip, PeerCopyUsesHipMemcpyPeer) {
 
 // --- NVRTC through hipRTC (real compiler), modules and launches over the fake ---
 
-constexpr const char* kSaxpy = R"(extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+constexpr const char* kSaxpy =
+    R"(extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
 }
@@ -266,7 +278,8 @@ struct Compiled {
   std::vector<char> image;
 };
 
-Compiled compile(const char* source, const char* name, std::vector<const char*> options = {"--gpu-architecture=sm_80"}) {
+Compiled compile(const char* source, const char* name,
+                 std::vector<const char*> options = {"--gpu-architecture=sm_80"}) {
   Compiled c;
   nvrtcProgram p = nullptr;
   EXPECT_EQ(nvrtcCreateProgram(&p, source, name, 0, nullptr, nullptr), NVRTC_SUCCESS);
@@ -292,11 +305,14 @@ void expect_code_object(const std::vector<char>& image, const std::string& kerne
   ASSERT_EQ(std::memcmp(h.e_ident, ELFMAG, SELFMAG), 0);
   EXPECT_EQ(h.e_machine, 224);  // EM_AMDGPU
   const std::string bytes(image.begin(), image.end());
-  EXPECT_NE(bytes.find(std::string(1, '\0') + kernel + std::string(1, '\0')), std::string::npos) << "no symbol " << kernel;
-  EXPECT_NE(bytes.find(std::string(1, '\0') + kernel + ".kd"), std::string::npos) << "no kernel descriptor";
+  EXPECT_NE(bytes.find(std::string(1, '\0') + kernel + std::string(1, '\0')), std::string::npos)
+      << "no symbol " << kernel;
+  EXPECT_NE(bytes.find(std::string(1, '\0') + kernel + ".kd"), std::string::npos)
+      << "no kernel descriptor";
   std::string arch = env("FAKE_HIP_ARCH", "gfx90a");
   arch = arch.substr(0, arch.find(':'));
-  EXPECT_NE(bytes.find("amdgcn-amd-amdhsa--" + arch), std::string::npos) << "not compiled for " << arch;
+  EXPECT_NE(bytes.find("amdgcn-amd-amdhsa--" + arch), std::string::npos)
+      << "not compiled for " << arch;
 }
 
 TEST_F(Hip, NvrtcCompilesSaxpyToALoadableCodeObject) {
@@ -340,18 +356,112 @@ TEST_F(Hip, NvrtcCompilesSaxpyToALoadableCodeObject) {
 }
 
 TEST_F(Hip, NvrtcCompilesSharedMemoryAtomicsAndShuffles) {
-  const Compiled c = compile(kReduce, "reduce.cu", {"-arch=compute_90", "-std=c++17", "--fmad=false", "-DUNUSED=1"});
+  const Compiled c = compile(kReduce, "reduce.cu",
+                             {"-arch=compute_90", "-std=c++17", "--fmad=false", "-DUNUSED=1"});
   ASSERT_EQ(c.result, NVRTC_SUCCESS) << c.log;
   expect_code_object(c.image, "reduce");
 }
 
 TEST_F(Hip, NvrtcCompileErrorsCarryTheUsersLines) {
-  const char* bad = "extern \"C\" __global__ void k(int* p) {\n  int ok = 1;\n  p[0] = undeclared_thing;\n}\n";
+  const char* bad =
+      "extern \"C\" __global__ void k(int* p) {\n  int ok = 1;\n  p[0] = undeclared_thing;\n}\n";
   const Compiled c = compile(bad, "mine.cu");
   EXPECT_EQ(c.result, NVRTC_ERROR_COMPILATION);
   EXPECT_NE(c.log.find("mine.cu:3:"), std::string::npos) << c.log;
   EXPECT_NE(c.log.find("undeclared_thing"), std::string::npos) << c.log;
   EXPECT_EQ(c.log.find("/tmp/comgr"), std::string::npos) << c.log;
+}
+
+TEST_F(Hip, NvrtcNameExpressionsGlobalsAndExtraArguments) {
+  const char* src =
+      "template <class T> __global__ void fill(T* p, T v) { p[threadIdx.x] = v; }\n"
+      "__device__ int counter;\n";
+  nvrtcProgram p = nullptr;
+  ASSERT_EQ(nvrtcCreateProgram(&p, src, "tmpl.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  ASSERT_EQ(nvrtcAddNameExpression(p, "&fill<int>"), NVRTC_SUCCESS);
+  ASSERT_EQ(nvrtcAddNameExpression(p, "&counter"), NVRTC_SUCCESS);
+  ASSERT_EQ(nvrtcCompileProgram(p, 0, nullptr), NVRTC_SUCCESS);
+  const char* lowered = nullptr;
+  ASSERT_EQ(nvrtcGetLoweredName(p, "&fill<int>", &lowered), NVRTC_SUCCESS);
+  ASSERT_NE(lowered, nullptr);
+  const std::string kernel = lowered;
+  EXPECT_EQ(kernel, "_Z4fillIiEvPT_S0_");  // hipRTC 5.2 gives no name: read from the code object
+  ASSERT_EQ(nvrtcGetLoweredName(p, "&counter", &lowered), NVRTC_SUCCESS);
+  EXPECT_STREQ(lowered, "counter");
+  size_t n = 0;
+  ASSERT_EQ(nvrtcGetPTXSize(p, &n), NVRTC_SUCCESS);  // the code object ("PTX" on this backend)
+  std::vector<char> image(n);
+  ASSERT_EQ(nvrtcGetPTX(p, image.data()), NVRTC_SUCCESS);
+  ASSERT_EQ(nvrtcDestroyProgram(&p), NVRTC_SUCCESS);
+
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&m, image.data()), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleGetFunction(&f, m, kernel.c_str()), CUDA_SUCCESS);
+  CUdeviceptr g = 0;
+  size_t bytes = 0;
+  ASSERT_EQ(cuModuleGetGlobal(&g, &bytes, m, "counter"), CUDA_SUCCESS);
+  EXPECT_NE(g, 0u);
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(cuModuleGetGlobal(&g, &bytes, m, "no_such_variable"), CUDA_ERROR_NOT_FOUND);
+
+  // Arguments given packed through `extra`, as CUDA allows.
+  struct {
+    CUdeviceptr ptr;
+    int value;
+  } args{0, 0x7eadbeef};
+  ASSERT_EQ(cuMemAlloc(&args.ptr, 1024), CUDA_SUCCESS);
+  size_t args_size = 12;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &args_size,
+                   CU_LAUNCH_PARAM_END};
+  fake().clear();
+  ASSERT_EQ(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, nullptr, nullptr, extra), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_NE(std::string(fake().log()).find(" efbead7e) -> hipSuccess"), std::string::npos)
+      << fake().log();
+  EXPECT_EQ(cuMemFree(args.ptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+}
+
+// The plugin reads code objects itself (length, kernels, parameters): bad bytes must give
+// "not a code object", never a crash or a read out of bounds (ASan build).
+TEST_F(Hip, CodeObjectReaderSurvivesCorruption) {
+  const Compiled c = compile(kSaxpy, "saxpy.cu");
+  ASSERT_EQ(c.result, NVRTC_SUCCESS) << c.log;
+  std::vector<unsigned char> image(c.image.begin(), c.image.end() - 1);  // without "PTX"'s NUL
+  std::string why;
+  const auto size = cudamux::hip::image_size(image.data(), why);
+  ASSERT_TRUE(size) << why;
+  EXPECT_EQ(*size, image.size());
+  auto co = cudamux::hip::parse_code_object(image.data(), image.size(), why);
+  ASSERT_TRUE(co) << why;
+  ASSERT_EQ(co->kernels.size(), 1u);
+  const auto& k = co->kernels[0];
+  EXPECT_EQ(k.name, "saxpy");
+  ASSERT_EQ(k.args.size(), 4u);
+  const std::size_t offsets[] = {0, 8, 16, 24}, sizes[] = {4, 8, 8, 4};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(k.args[i].offset, offsets[i]) << i;
+    EXPECT_EQ(k.args[i].size, sizes[i]) << i;
+  }
+  EXPECT_NE(co->target.find("gfx"), std::string::npos);
+
+  // Truncations and random byte flips: any answer is fine, but no crash.
+  for (std::size_t cut = 0; cut < image.size(); cut += 97) {
+    (void)cudamux::hip::parse_code_object(image.data(), cut, why);
+    (void)cudamux::hip::hiprtc_lowered_name(image.data(), cut, 1);
+  }
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<unsigned char> bad = image;
+    for (int flips = 0; flips < 4; ++flips)
+      bad[rng() % bad.size()] = static_cast<unsigned char>(rng());
+    (void)cudamux::hip::parse_code_object(bad.data(), bad.size(), why);
+    (void)cudamux::hip::hiprtc_lowered_name(bad.data(), bad.size(), 1);
+  }
+  std::vector<unsigned char> not_elf(64, 0x41);
+  EXPECT_FALSE(cudamux::hip::image_size(not_elf.data(), why));
+  EXPECT_FALSE(cudamux::hip::parse_code_object(not_elf.data(), not_elf.size(), why));
 }
 
 TEST_F(Hip, ModuleLoadRejectsNonAmdgpuImages) {
@@ -370,7 +480,20 @@ TEST(HipScenario, DISABLED_UnsupportedDeviceArchIsRefusedNotFatal) {
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   const Compiled c = compile(kSaxpy, "saxpy.cu");
   EXPECT_NE(c.result, NVRTC_SUCCESS);
-  EXPECT_NE(c.log.find("gfx90a"), std::string::npos) << "the log lists the supported archs: " << c.log;
+  EXPECT_NE(c.log.find("gfx90a"), std::string::npos)
+      << "the log lists the supported archs: " << c.log;
+}
+
+// [hip] offload_arch names an arch hipRTC 5.2 would abort on: a configuration error at
+// cuInit (and at NVRTC, which loads the same configuration), not a crash.
+TEST(HipScenario, DISABLED_BadOffloadArchInConfigIsAnError) {
+  const CUresult r = cuInit(0);
+  EXPECT_NE(r, CUDA_SUCCESS);
+  EXPECT_NE(r, CUDA_ERROR_NO_DEVICE);
+  nvrtcProgram p = nullptr;
+  ASSERT_EQ(nvrtcCreateProgram(&p, kSaxpy, "saxpy.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  EXPECT_NE(nvrtcCompileProgram(p, 0, nullptr), NVRTC_SUCCESS);
+  EXPECT_EQ(nvrtcDestroyProgram(&p), NVRTC_SUCCESS);
 }
 
 // No AMD GPU (FAKE_HIP_DEVICES=0) or no ROCm at all (CUDAMUX_HIP_RUNTIME names nothing).

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -123,11 +124,16 @@ struct Msgpack {
   std::string_view string() {
     const std::uint8_t b = byte();
     std::size_t n = 0;
-    if ((b & 0xe0) == 0xa0) n = b & 0x1f;
-    else if (b == 0xd9) n = be<std::size_t>(1);
-    else if (b == 0xda) n = be<std::size_t>(2);
-    else if (b == 0xdb) n = be<std::size_t>(4);
-    else ok = false;
+    if ((b & 0xe0) == 0xa0)
+      n = b & 0x1f;
+    else if (b == 0xd9)
+      n = be<std::size_t>(1);
+    else if (b == 0xda)
+      n = be<std::size_t>(2);
+    else if (b == 0xdb)
+      n = be<std::size_t>(4);
+    else
+      ok = false;
     if (!ok || !need(n)) return {};
     std::string_view s(reinterpret_cast<const char*>(p), n);
     p += n;
@@ -138,15 +144,25 @@ struct Msgpack {
     if (b <= 0x7f) return b;
     if (b >= 0xe0) return static_cast<std::int8_t>(b);
     switch (b) {
-      case 0xcc: return be<std::uint64_t>(1);
-      case 0xcd: return be<std::uint64_t>(2);
-      case 0xce: return be<std::uint64_t>(4);
-      case 0xcf: return static_cast<std::int64_t>(be<std::uint64_t>(8));
-      case 0xd0: return static_cast<std::int8_t>(be<std::uint64_t>(1));
-      case 0xd1: return static_cast<std::int16_t>(be<std::uint64_t>(2));
-      case 0xd2: return static_cast<std::int32_t>(be<std::uint64_t>(4));
-      case 0xd3: return static_cast<std::int64_t>(be<std::uint64_t>(8));
-      default: ok = false; return 0;
+      case 0xcc:
+        return be<std::uint64_t>(1);
+      case 0xcd:
+        return be<std::uint64_t>(2);
+      case 0xce:
+        return be<std::uint64_t>(4);
+      case 0xcf:
+        return static_cast<std::int64_t>(be<std::uint64_t>(8));
+      case 0xd0:
+        return static_cast<std::int8_t>(be<std::uint64_t>(1));
+      case 0xd1:
+        return static_cast<std::int16_t>(be<std::uint64_t>(2));
+      case 0xd2:
+        return static_cast<std::int32_t>(be<std::uint64_t>(4));
+      case 0xd3:
+        return static_cast<std::int64_t>(be<std::uint64_t>(8));
+      default:
+        ok = false;
+        return 0;
     }
   }
   void skip(int depth = 0) {
@@ -181,10 +197,14 @@ KernelArg read_arg(Msgpack& m) {
   KernelArg a;
   for (std::size_t n = m.map_size(), i = 0; m.ok && i < n; ++i) {
     const std::string_view k = m.string();
-    if (k == ".offset") a.offset = static_cast<std::size_t>(m.integer());
-    else if (k == ".size") a.size = static_cast<std::size_t>(m.integer());
-    else if (k == ".value_kind") a.value_kind = std::string(m.string());
-    else m.skip();
+    if (k == ".offset")
+      a.offset = static_cast<std::size_t>(m.integer());
+    else if (k == ".size")
+      a.size = static_cast<std::size_t>(m.integer());
+    else if (k == ".value_kind")
+      a.value_kind = std::string(m.string());
+    else
+      m.skip();
   }
   return a;
 }
@@ -231,7 +251,8 @@ bool read_metadata(const unsigned char* desc, std::size_t size, CodeObject& out,
   for (std::size_t n = m.map_size(), i = 0; m.ok && i < n; ++i) {
     const std::string_view key = m.string();
     if (key == "amdhsa.kernels" && m.at_array()) {
-      for (std::size_t c = m.array_size(), j = 0; m.ok && j < c; ++j) out.kernels.push_back(read_kernel(m));
+      for (std::size_t c = m.array_size(), j = 0; m.ok && j < c; ++j)
+        out.kernels.push_back(read_kernel(m));
     } else if (key == "amdhsa.target" && m.at_string()) {
       out.target = std::string(m.string());
     } else {
@@ -289,7 +310,80 @@ std::optional<CodeObject> parse_elf(const unsigned char* p, std::size_t size, st
   return co;
 }
 
+struct Symbol {
+  std::string name;
+  std::uint64_t value;
+  unsigned char type;
+};
+
+// The symbols of the first SHT_SYMTAB (else SHT_DYNSYM) section, bounds-checked.
+std::vector<Symbol> symbols(const unsigned char* p, std::size_t size) {
+  std::vector<Symbol> out;
+  Elf64_Ehdr h;
+  std::memcpy(&h, p, sizeof h);
+  if (h.e_shentsize != sizeof(Elf64_Shdr) || h.e_shoff > size ||
+      std::size_t{h.e_shnum} * sizeof(Elf64_Shdr) > size - h.e_shoff)
+    return out;
+  auto section = [&](unsigned i) {
+    Elf64_Shdr s;
+    std::memcpy(&s, p + h.e_shoff + i * sizeof s, sizeof s);
+    return s;
+  };
+  for (const unsigned type : {SHT_SYMTAB, SHT_DYNSYM}) {
+    for (unsigned i = 0; i < h.e_shnum; ++i) {
+      const Elf64_Shdr s = section(i);
+      if (s.sh_type != type || s.sh_link >= h.e_shnum || s.sh_offset > size ||
+          s.sh_size > size - s.sh_offset)
+        continue;
+      const Elf64_Shdr str = section(s.sh_link);
+      if (str.sh_offset > size || str.sh_size > size - str.sh_offset) continue;
+      for (std::size_t off = 0; off + sizeof(Elf64_Sym) <= s.sh_size; off += sizeof(Elf64_Sym)) {
+        Elf64_Sym sym;
+        std::memcpy(&sym, p + s.sh_offset + off, sizeof sym);
+        if (sym.st_name >= str.sh_size) continue;
+        const char* name = reinterpret_cast<const char*>(p + str.sh_offset + sym.st_name);
+        out.push_back({std::string(name, strnlen(name, str.sh_size - sym.st_name)), sym.st_value,
+                       static_cast<unsigned char>(ELF64_ST_TYPE(sym.st_info))});
+      }
+      return out;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::string> hiprtc_lowered_name(const unsigned char* p, std::size_t size,
+                                               std::size_t n) {
+  std::string why;
+  if (size < sizeof(Elf64_Ehdr) || !is_amdgpu_elf(p, why)) return std::nullopt;
+  const auto syms = symbols(p, size);
+  const std::string holder = "__hiprtc_" + std::to_string(n);
+  const auto it =
+      std::find_if(syms.begin(), syms.end(), [&](const Symbol& s) { return s.name == holder; });
+  if (it == syms.end()) return std::nullopt;
+  Elf64_Ehdr h;
+  std::memcpy(&h, p, sizeof h);
+  for (unsigned i = 0; i < h.e_shnum; ++i) {
+    Elf64_Shdr s;
+    std::memcpy(&s, p + h.e_shoff + i * sizeof s, sizeof s);
+    if (s.sh_type != SHT_RELA || s.sh_offset > size || s.sh_size > size - s.sh_offset) continue;
+    for (std::size_t off = 0; off + sizeof(Elf64_Rela) <= s.sh_size; off += sizeof(Elf64_Rela)) {
+      Elf64_Rela r;
+      std::memcpy(&r, p + s.sh_offset + off, sizeof r);
+      if (r.r_offset != it->value) continue;
+      // RELATIVE: the addend is the target's address (hipRTC's code objects are shared
+      // objects loaded at 0).
+      const auto target = static_cast<std::uint64_t>(r.r_addend);
+      for (const auto& sym : syms) {
+        if (sym.value == target && (sym.type == STT_FUNC || sym.type == STT_OBJECT) &&
+            !sym.name.ends_with(".kd") && !sym.name.starts_with("__hiprtc_"))
+          return sym.name;
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 std::optional<std::size_t> image_size(const void* image, std::string& why) {
   if (image == nullptr) {
@@ -314,7 +408,8 @@ std::optional<CodeObject> parse_code_object(const unsigned char* bytes, std::siz
     auto entries = bundle_entries(bytes, why);
     if (!entries) return std::nullopt;
     for (const auto& e : *entries) {
-      if (e.id.find("amdgcn") == std::string::npos || e.offset > size || e.size > size - e.offset) continue;
+      if (e.id.find("amdgcn") == std::string::npos || e.offset > size || e.size > size - e.offset)
+        continue;
       auto co = parse_elf(bytes + e.offset, e.size, why);
       if (co) co->size = size;
       return co;

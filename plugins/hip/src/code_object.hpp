@@ -20,7 +20,7 @@ struct KernelArg {
 };
 
 struct KernelInfo {
-  std::string name;  // .name: the source-level (mangled or extern "C") name
+  std::string name;             // .name: the source-level (mangled or extern "C") name
   std::vector<KernelArg> args;  // explicit arguments only, in order
   std::size_t kernarg_size = 0;
   int group_segment_size = 0;    // static LDS (CUDA: shared) bytes
@@ -32,8 +32,8 @@ struct KernelInfo {
 };
 
 struct CodeObject {
-  std::size_t size = 0;          // bytes of the whole image
-  std::string target;            // amdhsa.target, e.g. "amdgcn-amd-amdhsa--gfx90a"
+  std::size_t size = 0;  // bytes of the whole image
+  std::string target;    // amdhsa.target, e.g. "amdgcn-amd-amdhsa--gfx90a"
   std::vector<KernelInfo> kernels;
 };
 
@@ -45,5 +45,11 @@ std::optional<std::size_t> image_size(const void* image, std::string& why);
 // when it is not one or is malformed.
 std::optional<CodeObject> parse_code_object(const unsigned char* bytes, std::size_t size,
                                             std::string& why);
+
+// hipRTC 5.2 reports success but no name from hiprtcGetLoweredName. It compiles name
+// expression N (1-based, in order) into a variable __hiprtc_N holding the entity's address;
+// this follows that variable's relocation to the symbol it points at. nullopt: not found.
+std::optional<std::string> hiprtc_lowered_name(const unsigned char* elf, std::size_t size,
+                                               std::size_t n);
 
 }  // namespace cudamux::hip

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <mutex>
 #include <regex>
 
 #include "code_object.hpp"
@@ -52,7 +53,8 @@ bool valid_offload_arch(const std::string& arch) {
   std::size_t pos = colon;
   while (pos != std::string::npos) {
     const auto next = arch.find(':', pos + 1);
-    if (!known_feature(arch.substr(pos + 1, next == std::string::npos ? next : next - pos - 1))) return false;
+    if (!known_feature(arch.substr(pos + 1, next == std::string::npos ? next : next - pos - 1)))
+      return false;
     pos = next;
   }
   return true;
@@ -73,13 +75,15 @@ std::vector<int> HiprtcCompiler::supported_archs() const {
   return {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
 }
 
-std::vector<std::string> HiprtcCompiler::translate(const be::CompileOptions& o, const std::string& arch) {
+std::vector<std::string> HiprtcCompiler::translate(const be::CompileOptions& o,
+                                                   const std::string& arch) {
   std::vector<std::string> out{"--offload-arch=" + arch};
   if (!o.fmad) out.emplace_back("-ffp-contract=off");
   if (o.device_debug) out.emplace_back("-g");
   if (o.relocatable) out.emplace_back("-fgpu-rdc");
   if (!o.std.empty()) out.push_back("-std=" + o.std);
-  for (const auto& [name, value] : o.defines) out.push_back("-D" + name + (value.empty() ? "" : "=" + value));
+  for (const auto& [name, value] : o.defines)
+    out.push_back("-D" + name + (value.empty() ? "" : "=" + value));
   for (const auto& name : o.undefines) out.push_back("-U" + name);
   for (const auto& dir : o.include_paths) out.push_back("-I" + dir);
   for (const auto& file : o.pre_includes) {
@@ -98,13 +102,18 @@ std::string HiprtcCompiler::prelude(const be::CompileOptions& o) {
 }
 
 be::Status HiprtcCompiler::compile(const be::CompileRequest& rq, be::CompileResult& out) {
+  // hipRTC 5.2 (through comgr) is not documented as safe for concurrent compiles.
+  static std::mutex serial;
+  std::lock_guard lock(serial);
   const std::string arch = device_arch_();
   if (!valid_offload_arch(arch)) {
     // hipRTC 5.2 would abort the process (heap corruption) on this arch.
-    log_->error("hip backend: cannot compile for offload arch '{}': the installed hipRTC supports {}",
-                arch, supported_offload_archs_text());
-    out.log = "hip backend: error: offload arch '" + arch + "' is not supported by this hipRTC; supported: " +
-              supported_offload_archs_text() + "\n";
+    log_->error(
+        "hip backend: cannot compile for offload arch '{}': the installed hipRTC supports {}", arch,
+        supported_offload_archs_text());
+    out.log = "hip backend: error: offload arch '" + arch +
+              "' is not supported by this hipRTC; supported: " + supported_offload_archs_text() +
+              "\n";
     return {codes_.not_supported};
   }
   const std::string name = rq.name.empty() ? "default_program" : std::string(rq.name);
@@ -134,8 +143,8 @@ be::Status HiprtcCompiler::compile(const be::CompileRequest& rq, be::CompileResu
   }
 
   hiprtcProgram prog = nullptr;
-  if (auto r = api_.hiprtcCreateProgram(&prog, source.c_str(), name.c_str(), static_cast<int>(hn.size()),
-                                        ht.data(), hn.data());
+  if (auto r = api_.hiprtcCreateProgram(&prog, source.c_str(), name.c_str(),
+                                        static_cast<int>(hn.size()), ht.data(), hn.data());
       r != HIPRTC_SUCCESS) {
     out.log = "hip backend: hiprtcCreateProgram failed (" + std::to_string(r) + ")\n";
     return {codes_.unknown};
@@ -156,7 +165,8 @@ be::Status HiprtcCompiler::compile(const be::CompileRequest& rq, be::CompileResu
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
   log_->debug("hip backend: hipRTC compiling '{}' for {} ({} options)", name, arch, argv.size());
-  const hiprtcResult r = api_.hiprtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  const hiprtcResult r =
+      api_.hiprtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
 
   std::size_t log_size = 0;
   if (api_.hiprtcGetProgramLogSize(prog, &log_size) == HIPRTC_SUCCESS && log_size > 1) {
@@ -170,7 +180,8 @@ be::Status HiprtcCompiler::compile(const be::CompileRequest& rq, be::CompileResu
   }
   if (r != HIPRTC_SUCCESS) {
     out.success = false;
-    if (out.log.empty()) out.log = "hip backend: hipRTC failed (hiprtcResult " + std::to_string(r) + ")\n";
+    if (out.log.empty())
+      out.log = "hip backend: hipRTC failed (hiprtcResult " + std::to_string(r) + ")\n";
     return be::kOk;
   }
   std::size_t code_size = 0;
@@ -182,15 +193,25 @@ be::Status HiprtcCompiler::compile(const be::CompileRequest& rq, be::CompileResu
   if (api_.hiprtcGetCode(prog, out.image.data()) != HIPRTC_SUCCESS) return {codes_.unknown};
   std::string why;
   if (!image_size(out.image.data(), why)) {
-    out.log += "hip backend: hipRTC returned something that is not an AMDGPU code object: " + why + "\n";
+    out.log +=
+        "hip backend: hipRTC returned something that is not an AMDGPU code object: " + why + "\n";
     return {codes_.unknown};
   }
   // The code object serves as both "PTX" and "CUBIN": it is what the device runs.
   out.cubin = out.image;
-  for (const auto& e : rq.name_expressions) {
+  for (std::size_t i = 0; i < rq.name_expressions.size(); ++i) {
+    const std::string& e = rq.name_expressions[i];
     const char* lowered = nullptr;
-    if (api_.hiprtcGetLoweredName(prog, e.c_str(), &lowered) == HIPRTC_SUCCESS && lowered != nullptr) {
+    if (api_.hiprtcGetLoweredName(prog, e.c_str(), &lowered) == HIPRTC_SUCCESS &&
+        lowered != nullptr) {
       out.lowered_names.emplace_back(e, lowered);
+    } else if (auto symbol =
+                   hiprtc_lowered_name(reinterpret_cast<const unsigned char*>(out.image.data()),
+                                       out.image.size(), i + 1)) {
+      // hipRTC 5.2 answers success with no name: read it from the code object.
+      out.lowered_names.emplace_back(e, std::move(*symbol));
+    } else {
+      log_->warn("hip backend: no lowered name for name expression '{}'", e);
     }
   }
   out.success = true;

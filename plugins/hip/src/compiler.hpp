@@ -32,11 +32,13 @@ class HiprtcCompiler final : public backend::Compiler {
   // configured one; called per compile (devices may differ per thread).
   HiprtcCompiler(const HiprtcApi& api, std::function<std::string()> device_arch,
                  std::shared_ptr<spdlog::logger> log, CompilerCodes codes);
-  backend::Status compile(const backend::CompileRequest& request, backend::CompileResult& result) override;
+  backend::Status compile(const backend::CompileRequest& request,
+                          backend::CompileResult& result) override;
   [[nodiscard]] std::vector<int> supported_archs() const override;
 
   // The hipRTC option list a request becomes (exposed for tests).
-  static std::vector<std::string> translate(const backend::CompileOptions& o, const std::string& arch);
+  static std::vector<std::string> translate(const backend::CompileOptions& o,
+                                            const std::string& arch);
   static std::string prelude(const backend::CompileOptions& o);
 
  private:

@@ -21,8 +21,12 @@ std::string where(std::string_view source, const toml::node& node) {
 
 std::string string(std::string_view source, const toml::node& node, std::string_view key) {
   const auto* s = node.as_string();
-  if (s == nullptr) throw ConfigError{fmt::format("{}: [hip] key '{}': expected a string", where(source, node), key)};
-  if (s->get().empty()) throw ConfigError{fmt::format("{}: [hip] key '{}': must not be empty", where(source, node), key)};
+  if (s == nullptr)
+    throw ConfigError{
+        fmt::format("{}: [hip] key '{}': expected a string", where(source, node), key)};
+  if (s->get().empty())
+    throw ConfigError{
+        fmt::format("{}: [hip] key '{}': must not be empty", where(source, node), key)};
   return s->get();
 }
 
@@ -41,9 +45,10 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
         } else if (key == "offload_arch") {
           out.offload_arch = string(source, node, key);
           if (!valid_offload_arch(out.offload_arch)) {
-            throw ConfigError{fmt::format("{}: [hip] key 'offload_arch': \"{}\" is not supported by the installed "
-                                          "hipRTC; supported: {}",
-                                          where(source, node), out.offload_arch, supported_offload_archs_text())};
+            throw ConfigError{fmt::format(
+                "{}: [hip] key 'offload_arch': \"{}\" is not supported by the installed "
+                "hipRTC; supported: {}",
+                where(source, node), out.offload_arch, supported_offload_archs_text())};
           }
         } else {
           const auto& b = k.source().begin;
@@ -55,7 +60,8 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
     return e.message;
   }
   // The environment wins over the file (tests point the backend at a fake runtime).
-  if (const char* v = std::getenv("CUDAMUX_HIP_RUNTIME"); v != nullptr && *v != '\0') out.runtime = v;
+  if (const char* v = std::getenv("CUDAMUX_HIP_RUNTIME"); v != nullptr && *v != '\0')
+    out.runtime = v;
   if (const char* v = std::getenv("CUDAMUX_HIP_HIPRTC"); v != nullptr && *v != '\0') out.hiprtc = v;
   return std::nullopt;
 }

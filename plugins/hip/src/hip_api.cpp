@@ -46,7 +46,8 @@ std::optional<OpenedLibrary> open_runtime(const std::string& name, HipApi& api, 
   return lib;
 }
 
-std::optional<OpenedLibrary> open_hiprtc(const std::string& name, HiprtcApi& api, std::string& why) {
+std::optional<OpenedLibrary> open_hiprtc(const std::string& name, HiprtcApi& api,
+                                         std::string& why) {
   auto lib = open_library(name, why);
   if (!lib) return std::nullopt;
 #define RTC_FN(fn) \

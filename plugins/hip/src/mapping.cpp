@@ -1,10 +1,11 @@
 #include "mapping.hpp"
 
+#include <cuda.h>
+
 #include <unordered_map>
 #include <vector>
 
 #include "hip_api.hpp"
-#include <cuda.h>
 
 namespace cudamux::hip::mapping {
 namespace {
@@ -13,7 +14,8 @@ namespace {
 #define CM_MAP(t, h, c, m) \
   Row{Table::t, true, true, static_cast<std::int64_t>(h), static_cast<std::int64_t>(c), #h, #c, m},
 #define CM_HIP_ONLY(t, h, m) Row{Table::t, true, false, static_cast<std::int64_t>(h), 0, #h, "", m},
-#define CM_CUDA_ONLY(t, c, m) Row{Table::t, false, true, 0, static_cast<std::int64_t>(c), "", #c, m},
+#define CM_CUDA_ONLY(t, c, m) \
+  Row{Table::t, false, true, 0, static_cast<std::int64_t>(c), "", #c, m},
 constexpr Row kRows[] = {
 #include "tables.inc"
 };
@@ -47,20 +49,34 @@ std::span<const Row> rows() noexcept { return kRows; }
 
 std::string_view table_name(Table t) noexcept {
   switch (t) {
-    case Table::error: return "error";
-    case Table::device_attribute: return "device_attribute";
-    case Table::function_attribute: return "function_attribute";
-    case Table::jit_option: return "jit_option";
-    case Table::pointer_attribute: return "pointer_attribute";
-    case Table::limit: return "limit";
-    case Table::func_cache: return "func_cache";
-    case Table::memory_type: return "memory_type";
-    case Table::memcpy_kind: return "memcpy_kind";
-    case Table::stream_flag: return "stream_flag";
-    case Table::event_flag: return "event_flag";
-    case Table::host_alloc_flag: return "host_alloc_flag";
-    case Table::host_register_flag: return "host_register_flag";
-    case Table::mem_attach_flag: return "mem_attach_flag";
+    case Table::error:
+      return "error";
+    case Table::device_attribute:
+      return "device_attribute";
+    case Table::function_attribute:
+      return "function_attribute";
+    case Table::jit_option:
+      return "jit_option";
+    case Table::pointer_attribute:
+      return "pointer_attribute";
+    case Table::limit:
+      return "limit";
+    case Table::func_cache:
+      return "func_cache";
+    case Table::memory_type:
+      return "memory_type";
+    case Table::memcpy_kind:
+      return "memcpy_kind";
+    case Table::stream_flag:
+      return "stream_flag";
+    case Table::event_flag:
+      return "event_flag";
+    case Table::host_alloc_flag:
+      return "host_alloc_flag";
+    case Table::host_register_flag:
+      return "host_register_flag";
+    case Table::mem_attach_flag:
+      return "mem_attach_flag";
   }
   return "?";
 }

@@ -51,7 +51,9 @@ class HipErrors final : public be::ErrorDomain {
   }
   [[nodiscard]] be::Status not_ready() const noexcept override { return status(hipErrorNotReady); }
   [[nodiscard]] be::Status not_supported() const noexcept override { return kNotSupported; }
-  [[nodiscard]] be::Status out_of_memory() const noexcept override { return status(hipErrorOutOfMemory); }
+  [[nodiscard]] be::Status out_of_memory() const noexcept override {
+    return status(hipErrorOutOfMemory);
+  }
   [[nodiscard]] be::Status invalid_value() const noexcept override { return kInvalidValue; }
 };
 
@@ -68,7 +70,8 @@ be::Status use_device(const HipApi& api, int ordinal) {
 
 // Logs a CUDA argument the table has no HIP counterpart for (policy rule 4: arguments are
 // never guessed) and returns not_supported.
-be::Status unmapped_argument(spdlog::logger& log, Table t, std::int64_t cuda_value, const char* what) {
+be::Status unmapped_argument(spdlog::logger& log, Table t, std::int64_t cuda_value,
+                             const char* what) {
   const auto* r = mapping::by_cuda(t, cuda_value);
   log.warn("hip backend: {}: {} ({}) has no HIP counterpart ({}): returning not supported", what,
            r != nullptr ? r->cuda_name : std::string_view("value"), cuda_value,
@@ -94,7 +97,8 @@ class HipEvent final : public be::Event {
   be::Status query() override { return status(api_.hipEventQuery(event_)); }
   be::Status synchronize() override { return status(api_.hipEventSynchronize(event_)); }
   be::Status elapsed_since(const be::Event& start, float& ms) const override {
-    return status(api_.hipEventElapsedTime(&ms, static_cast<const HipEvent&>(start).event_, event_));
+    return status(
+        api_.hipEventElapsedTime(&ms, static_cast<const HipEvent&>(start).event_, event_));
   }
   [[nodiscard]] hipEvent_t handle() const noexcept { return event_; }
 
@@ -107,24 +111,37 @@ class HipEvent final : public be::Event {
 
 class HipFunction final : public be::Function {
  public:
-  HipFunction(const HipApi& api, hipFunction_t f, KernelInfo info) : api_(api), f_(f), info_(std::move(info)) {
+  HipFunction(const HipApi& api, hipFunction_t f, KernelInfo info)
+      : api_(api), f_(f), info_(std::move(info)) {
     for (const auto& a : info_.args) params_.push_back({a.offset, a.size});
   }
   [[nodiscard]] std::string_view name() const noexcept override { return info_.name; }
   be::Status attribute(CUfunction_attribute attr, int& value) const override {
     const auto h = mapping::to_hip(Table::function_attribute, attr);
     if (!h) return kNotSupported;
-    if (api_.hipFuncGetAttribute(&value, static_cast<hipFunction_attribute>(*h), f_) == hipSuccess) return be::kOk;
+    if (api_.hipFuncGetAttribute(&value, static_cast<hipFunction_attribute>(*h), f_) == hipSuccess)
+      return be::kOk;
     // What the code object's metadata says, where HIP cannot answer.
     switch (attr) {
-      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: value = info_.max_flat_workgroup_size; return be::kOk;
-      case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: value = info_.group_segment_size; return be::kOk;
-      case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: value = info_.private_segment_size; return be::kOk;
-      case CU_FUNC_ATTRIBUTE_NUM_REGS: value = info_.vgpr_count; return be::kOk;
-      default: return kNotSupported;
+      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        value = info_.max_flat_workgroup_size;
+        return be::kOk;
+      case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+        value = info_.group_segment_size;
+        return be::kOk;
+      case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+        value = info_.private_segment_size;
+        return be::kOk;
+      case CU_FUNC_ATTRIBUTE_NUM_REGS:
+        value = info_.vgpr_count;
+        return be::kOk;
+      default:
+        return kNotSupported;
     }
   }
-  [[nodiscard]] const std::vector<be::ParamInfo>& params() const noexcept override { return params_; }
+  [[nodiscard]] const std::vector<be::ParamInfo>& params() const noexcept override {
+    return params_;
+  }
   [[nodiscard]] hipFunction_t handle() const noexcept { return f_; }
 
  private:
@@ -136,7 +153,8 @@ class HipFunction final : public be::Function {
 
 class HipModule final : public be::Module {
  public:
-  HipModule(const HipApi& api, hipModule_t m, CodeObject co) : api_(api), module_(m), code_(std::move(co)) {}
+  HipModule(const HipApi& api, hipModule_t m, CodeObject co)
+      : api_(api), module_(m), code_(std::move(co)) {}
   ~HipModule() override { (void)api_.hipModuleUnload(module_); }
   HipModule(const HipModule&) = delete;
   HipModule& operator=(const HipModule&) = delete;
@@ -161,7 +179,8 @@ class HipModule final : public be::Module {
   bool global(std::string_view name, void*& address, std::size_t& bytes) noexcept override {
     try {
       hipDeviceptr_t p = nullptr;
-      if (api_.hipModuleGetGlobal(&p, &bytes, module_, std::string(name).c_str()) != hipSuccess) return false;
+      if (api_.hipModuleGetGlobal(&p, &bytes, module_, std::string(name).c_str()) != hipSuccess)
+        return false;
       address = p;
       return true;
     } catch (...) {
@@ -190,13 +209,15 @@ struct QueueRegistry {
   std::set<HipQueue*> queues;
 };
 
-
 CUmemorytype memory_type(be::MemKind k) {
   switch (k) {
     case be::MemKind::host_pageable:
-    case be::MemKind::host_pinned: return CU_MEMORYTYPE_HOST;
-    case be::MemKind::device: return CU_MEMORYTYPE_DEVICE;
-    case be::MemKind::managed: return CU_MEMORYTYPE_UNIFIED;
+    case be::MemKind::host_pinned:
+      return CU_MEMORYTYPE_HOST;
+    case be::MemKind::device:
+      return CU_MEMORYTYPE_DEVICE;
+    case be::MemKind::managed:
+      return CU_MEMORYTYPE_UNIFIED;
   }
   return CU_MEMORYTYPE_UNIFIED;
 }
@@ -204,7 +225,8 @@ CUmemorytype memory_type(be::MemKind k) {
 hipMemcpyKind copy_kind(const be::CopyDesc& d) {
   CUmemorytype src = memory_type(d.src_kind), dst = memory_type(d.dst_kind);
   // Managed memory on either side: HIP infers the direction from the addresses.
-  if (src == CU_MEMORYTYPE_UNIFIED || dst == CU_MEMORYTYPE_UNIFIED) src = dst = CU_MEMORYTYPE_UNIFIED;
+  if (src == CU_MEMORYTYPE_UNIFIED || dst == CU_MEMORYTYPE_UNIFIED)
+    src = dst = CU_MEMORYTYPE_UNIFIED;
   const auto k = mapping::to_hip(Table::memcpy_kind, mapping::pair(src, dst));
   return k ? static_cast<hipMemcpyKind>(*k) : hipMemcpyDefault;
 }
@@ -241,17 +263,19 @@ class HipQueue final : public be::Queue {
                       d.src_device >= 0 && d.dst_device >= 0 && d.src_device != d.dst_device;
     if (d.height == 1 && d.depth == 1) {
       if (peer) {
-        return status(api_.hipMemcpyPeerAsync(d.dst, d.dst_device, d.src, d.src_device, d.width_bytes, stream_));
+        return status(api_.hipMemcpyPeerAsync(d.dst, d.dst_device, d.src, d.src_device,
+                                              d.width_bytes, stream_));
       }
       return status(api_.hipMemcpyAsync(d.dst, d.src, d.width_bytes, copy_kind(d), stream_));
     }
     const hipMemcpyKind kind = peer ? hipMemcpyDeviceToDevice : copy_kind(d);
     if (d.depth == 1) {
-      return status(api_.hipMemcpy2DAsync(d.dst, d.dst_pitch, d.src, d.src_pitch, d.width_bytes, d.height,
-                                          kind, stream_));
+      return status(api_.hipMemcpy2DAsync(d.dst, d.dst_pitch, d.src, d.src_pitch, d.width_bytes,
+                                          d.height, kind, stream_));
     }
     hipMemcpy3DParms p{};
-    p.srcPtr = hipPitchedPtr{const_cast<void*>(d.src), d.src_pitch, d.width_bytes, d.src_slice / d.src_pitch};
+    p.srcPtr = hipPitchedPtr{const_cast<void*>(d.src), d.src_pitch, d.width_bytes,
+                             d.src_slice / d.src_pitch};
     p.dstPtr = hipPitchedPtr{d.dst, d.dst_pitch, d.width_bytes, d.dst_slice / d.dst_pitch};
     p.extent = hipExtent{d.width_bytes, d.height, d.depth};
     p.kind = kind;
@@ -270,17 +294,24 @@ class HipQueue final : public be::Queue {
     const std::size_t count = one_run ? d.width_elems * d.height : d.width_elems;
     const std::size_t rows = one_run ? 1 : d.height;
     if (d.elem_size == 1 && !one_run) {
-      return status(api_.hipMemset2DAsync(d.dst, d.pitch, static_cast<int>(d.value & 0xff), d.width_elems,
-                                          d.height, stream_));
+      return status(api_.hipMemset2DAsync(d.dst, d.pitch, static_cast<int>(d.value & 0xff),
+                                          d.width_elems, d.height, stream_));
     }
     for (std::size_t r = 0; r < rows; ++r) {
       auto* row = static_cast<char*>(d.dst) + r * d.pitch;
       hipError_t e = hipErrorInvalidValue;
       switch (d.elem_size) {
-        case 1: e = api_.hipMemsetD8Async(row, static_cast<unsigned char>(d.value), count, stream_); break;
-        case 2: e = api_.hipMemsetD16Async(row, static_cast<unsigned short>(d.value), count, stream_); break;
-        case 4: e = api_.hipMemsetD32Async(row, static_cast<int>(d.value), count, stream_); break;
-        default: break;
+        case 1:
+          e = api_.hipMemsetD8Async(row, static_cast<unsigned char>(d.value), count, stream_);
+          break;
+        case 2:
+          e = api_.hipMemsetD16Async(row, static_cast<unsigned short>(d.value), count, stream_);
+          break;
+        case 4:
+          e = api_.hipMemsetD32Async(row, static_cast<int>(d.value), count, stream_);
+          break;
+        default:
+          break;
       }
       if (e != hipSuccess) return status(e);
     }
@@ -303,16 +334,17 @@ class HipQueue final : public be::Queue {
   be::Status synchronize() override { return status(api_.hipStreamSynchronize(stream_)); }
 
   be::Status launch(const be::LaunchDesc& d) override {
-    if (d.cooperative) return kNotSupported;  // hipModuleLaunchCooperativeKernel: not in ROCm 5.2's ABI
+    if (d.cooperative)
+      return kNotSupported;  // hipModuleLaunchCooperativeKernel: not in ROCm 5.2's ABI
     auto* f = static_cast<HipFunction*>(d.function);
     std::size_t size = d.args_size;
     // HIP copies the argument buffer before hipModuleLaunchKernel returns.
-    void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(d.args), HIP_LAUNCH_PARAM_BUFFER_SIZE,
-                     &size, HIP_LAUNCH_PARAM_END};
+    void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(d.args),
+                     HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
-    return status(api_.hipModuleLaunchKernel(f->handle(), d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
-                                             d.block[2], d.shared_bytes, stream_, nullptr,
-                                             d.args_size != 0 ? extra : nullptr));
+    return status(api_.hipModuleLaunchKernel(f->handle(), d.grid[0], d.grid[1], d.grid[2],
+                                             d.block[0], d.block[1], d.block[2], d.shared_bytes,
+                                             stream_, nullptr, d.args_size != 0 ? extra : nullptr));
   }
 
  private:
@@ -326,7 +358,7 @@ class HipQueue final : public be::Queue {
 
 struct DeviceInfo {
   hipDevice_t device = 0;
-  int least_priority = 0;     // HIP's range for this device
+  int least_priority = 0;  // HIP's range for this device
   int greatest_priority = 0;
 };
 
@@ -337,7 +369,9 @@ class HipDevices final : public be::Devices {
 
   [[nodiscard]] int count() const noexcept override { return static_cast<int>(devices_.size()); }
   [[nodiscard]] bool valid(int ordinal) const noexcept { return ordinal >= 0 && ordinal < count(); }
-  [[nodiscard]] const DeviceInfo& info(int ordinal) const { return devices_[static_cast<std::size_t>(ordinal)]; }
+  [[nodiscard]] const DeviceInfo& info(int ordinal) const {
+    return devices_[static_cast<std::size_t>(ordinal)];
+  }
 
   be::Status properties(int ordinal, be::DeviceProperties& out) const override {
     if (!valid(ordinal)) return status(hipErrorInvalidDevice);
@@ -366,7 +400,8 @@ class HipDevices final : public be::Devices {
     // Device attributes do not change while the process runs, and the core asks for
     // several on every launch: each is asked from HIP once.
     const auto index = static_cast<std::size_t>(attr);
-    auto* cached = index < kAttributeCache ? &cache_[static_cast<std::size_t>(ordinal)][index] : nullptr;
+    auto* cached =
+        index < kAttributeCache ? &cache_[static_cast<std::size_t>(ordinal)][index] : nullptr;
     if (cached != nullptr) {
       const std::int64_t c = cached->load(std::memory_order_relaxed);
       if (c == kNoAnswer) return kNotSupported;
@@ -380,7 +415,8 @@ class HipDevices final : public be::Devices {
       if (cached != nullptr) cached->store(kNoAnswer, std::memory_order_relaxed);
       return kNotSupported;
     }
-    const hipError_t e = api_->hipDeviceGetAttribute(&value, static_cast<hipDeviceAttribute_t>(*h), ordinal);
+    const hipError_t e =
+        api_->hipDeviceGetAttribute(&value, static_cast<hipDeviceAttribute_t>(*h), ordinal);
     // HIP rejects attributes it lists but cannot answer on AMD ("Cuda only") as invalid.
     if (e == hipErrorInvalidValue || e == hipErrorNotSupported) {
       log_.debug("hip backend: hipDeviceGetAttribute({}) returned {}: not supported",
@@ -392,7 +428,8 @@ class HipDevices final : public be::Devices {
     return status(e);
   }
 
-  be::Status memory_info(int ordinal, std::size_t& free_bytes, std::size_t& total_bytes) const override {
+  be::Status memory_info(int ordinal, std::size_t& free_bytes,
+                         std::size_t& total_bytes) const override {
     if (!valid(ordinal)) return status(hipErrorInvalidDevice);
     if (auto st = use_device(*api_, ordinal); !st.ok()) return st;
     return status(api_->hipMemGetInfo(&free_bytes, &total_bytes));
@@ -406,8 +443,8 @@ class HipDevices final : public be::Devices {
 
  private:
   static constexpr std::size_t kAttributeCache = CU_DEVICE_ATTRIBUTE_MAX;
-  static constexpr std::int64_t kUnknown = INT64_MIN;        // not asked yet
-  static constexpr std::int64_t kNoAnswer = INT64_MIN + 1;   // HIP cannot answer it
+  static constexpr std::int64_t kUnknown = INT64_MIN;       // not asked yet
+  static constexpr std::int64_t kNoAnswer = INT64_MIN + 1;  // HIP cannot answer it
   using AttributeCache = std::array<std::atomic<std::int64_t>, kAttributeCache>;
 
   const HipApi* api_;
@@ -426,7 +463,11 @@ class HipDevices final : public be::Devices {
 class HipContext final : public be::DeviceContext {
  public:
   HipContext(const HipApi& api, const DeviceInfo& info, int ordinal, spdlog::logger& log)
-      : api_(api), info_(info), ordinal_(ordinal), log_(log), queues_(std::make_shared<QueueRegistry>()) {}
+      : api_(api),
+        info_(info),
+        ordinal_(ordinal),
+        log_(log),
+        queues_(std::make_shared<QueueRegistry>()) {}
 
   [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
 
@@ -437,7 +478,9 @@ class HipContext final : public be::DeviceContext {
   be::Status free(void* ptr) override { return status(api_.hipFree(ptr)); }
   be::Status allocate_host(std::size_t bytes, unsigned flags, void** out) override {
     unsigned hip_flags = 0;
-    if (auto st = map_flags(log_, Table::host_alloc_flag, flags, hip_flags, "cuMemHostAlloc"); !st.ok()) return st;
+    if (auto st = map_flags(log_, Table::host_alloc_flag, flags, hip_flags, "cuMemHostAlloc");
+        !st.ok())
+      return st;
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
     return status(api_.hipHostMalloc(out, bytes, hip_flags));
   }
@@ -451,7 +494,8 @@ class HipContext final : public be::DeviceContext {
   be::Status free_managed(void* ptr) override { return status(api_.hipFree(ptr)); }
   be::Status register_host(void* ptr, std::size_t bytes, unsigned flags) override {
     unsigned hip_flags = 0;
-    if (auto st = map_flags(log_, Table::host_register_flag, flags, hip_flags, "cuMemHostRegister"); !st.ok())
+    if (auto st = map_flags(log_, Table::host_register_flag, flags, hip_flags, "cuMemHostRegister");
+        !st.ok())
       return st;
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
     return status(api_.hipHostRegister(ptr, bytes, hip_flags));
@@ -464,19 +508,22 @@ class HipContext final : public be::DeviceContext {
 
   be::Status create_queue(unsigned flags, int priority, std::unique_ptr<be::Queue>& out) override {
     unsigned hip_flags = 0;
-    if (auto st = map_flags(log_, Table::stream_flag, flags, hip_flags, "cuStreamCreate"); !st.ok()) return st;
+    if (auto st = map_flags(log_, Table::stream_flag, flags, hip_flags, "cuStreamCreate"); !st.ok())
+      return st;
     // Always non-blocking towards HIP's null stream: the core orders blocking streams
     // against its legacy stream itself (core/src/submit.inl) and never uses HIP's.
     (void)hip_flags;
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
     hipStream_t s = nullptr;
-    if (auto e = api_.hipStreamCreateWithPriority(&s, hipStreamNonBlocking, hip_priority(priority))) return status(e);
+    if (auto e = api_.hipStreamCreateWithPriority(&s, hipStreamNonBlocking, hip_priority(priority)))
+      return status(e);
     out = std::make_unique<HipQueue>(api_, ordinal_, s, queues_);
     return be::kOk;
   }
   be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
     unsigned hip_flags = 0;
-    if (auto st = map_flags(log_, Table::event_flag, flags, hip_flags, "cuEventCreate"); !st.ok()) return st;
+    if (auto st = map_flags(log_, Table::event_flag, flags, hip_flags, "cuEventCreate"); !st.ok())
+      return st;
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
     hipEvent_t e = nullptr;
     if (auto r = api_.hipEventCreateWithFlags(&e, hip_flags)) return status(r);
@@ -510,7 +557,8 @@ class HipContext final : public be::DeviceContext {
   // CUDA priorities (0 = least .. -5 = greatest, clamped by the core) onto HIP's range.
   [[nodiscard]] int hip_priority(int cuda) const {
     const int span = info_.greatest_priority - info_.least_priority;
-    return info_.least_priority + static_cast<int>(std::lround(static_cast<double>(cuda) / -5.0 * span));
+    return info_.least_priority +
+           static_cast<int>(std::lround(static_cast<double>(cuda) / -5.0 * span));
   }
 
   const HipApi& api_;
@@ -533,10 +581,12 @@ struct Rtc {
 
 class HipBackend final : public be::Backend {
  public:
-  HipBackend(std::unique_ptr<Runtime> runtime, std::unique_ptr<Rtc> rtc, std::vector<DeviceInfo> devices,
-             HipConfig config, std::shared_ptr<spdlog::logger> log)
-      : runtime_(std::move(runtime)), rtc_(std::move(rtc)),
-        devices_(runtime_ ? &runtime_->api : nullptr, std::move(devices), *log), config_(std::move(config)),
+  HipBackend(std::unique_ptr<Runtime> runtime, std::unique_ptr<Rtc> rtc,
+             std::vector<DeviceInfo> devices, HipConfig config, std::shared_ptr<spdlog::logger> log)
+      : runtime_(std::move(runtime)),
+        rtc_(std::move(rtc)),
+        devices_(runtime_ ? &runtime_->api : nullptr, std::move(devices), *log),
+        config_(std::move(config)),
         log_(std::move(log)) {
     if (rtc_) {
       compiler_ = std::make_unique<HiprtcCompiler>(
@@ -564,11 +614,13 @@ class HipBackend final : public be::Backend {
     if (devices_.count() > 0) {
       const int ordinal = t_device >= 0 ? t_device : 0;
       hipDeviceProp_t props{};
-      if (runtime_->api.hipGetDeviceProperties(&props, ordinal) == hipSuccess && props.gcnArchName[0] != '\0') {
+      if (runtime_->api.hipGetDeviceProperties(&props, ordinal) == hipSuccess &&
+          props.gcnArchName[0] != '\0') {
         return std::string(props.gcnArchName, strnlen(props.gcnArchName, sizeof props.gcnArchName));
       }
-      log_->warn("hip backend: device {} did not report its arch; compiling for [hip] offload_arch = {}", ordinal,
-                 config_.offload_arch);
+      log_->warn(
+          "hip backend: device {} did not report its arch; compiling for [hip] offload_arch = {}",
+          ordinal, config_.offload_arch);
     }
     return config_.offload_arch;
   }
@@ -584,13 +636,14 @@ class HipBackend final : public be::Backend {
 
 std::string hip_name(hipError_t e) {
   const auto* r = mapping::by_hip(Table::error, e);
-  return r != nullptr ? std::string(r->hip_name) : "hipError_t " + std::to_string(static_cast<int>(e));
+  return r != nullptr ? std::string(r->hip_name)
+                      : "hipError_t " + std::to_string(static_cast<int>(e));
 }
 
 be::Backend* create(const be::PluginHost& host, std::string& error) {
   if (host.abi_version != be::kAbiVersion) {
-    error = "hip backend: host ABI version " + std::to_string(host.abi_version) + ", plugin built for " +
-            std::to_string(be::kAbiVersion);
+    error = "hip backend: host ABI version " + std::to_string(host.abi_version) +
+            ", plugin built for " + std::to_string(be::kAbiVersion);
     return nullptr;
   }
   auto& log = *host.logger;
@@ -612,21 +665,25 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
   auto runtime = std::make_unique<Runtime>();
   auto lib = open_runtime(config.runtime, runtime->api, why);
   if (!lib) {
-    log.warn("hip backend: no AMD GPU: ROCm's HIP runtime is not usable ({}); probed [hip] runtime = {}", why,
-             config.runtime);
+    log.warn(
+        "hip backend: no AMD GPU: ROCm's HIP runtime is not usable ({}); probed [hip] runtime = {}",
+        why, config.runtime);
     return new HipBackend(nullptr, std::move(rtc), {}, config, host.logger);
   }
   runtime->lib = std::move(*lib);
   const HipApi& api = runtime->api;
   int count = 0;
   if (const hipError_t e = api.hipInit(0); e != hipSuccess) {
-    log.warn("hip backend: no AMD GPU: hipInit returned {} (runtime {}; it probes /dev/kfd and the kfd topology)",
-             hip_name(e), runtime->lib.path);
+    log.warn(
+        "hip backend: no AMD GPU: hipInit returned {} (runtime {}; it probes /dev/kfd and the kfd "
+        "topology)",
+        hip_name(e), runtime->lib.path);
     return new HipBackend(std::move(runtime), std::move(rtc), {}, config, host.logger);
   }
   if (const hipError_t e = api.hipGetDeviceCount(&count); e != hipSuccess || count <= 0) {
-    log.warn("hip backend: no AMD GPU: hipGetDeviceCount returned {} with {} device(s) (runtime {})", hip_name(e),
-             count, runtime->lib.path);
+    log.warn(
+        "hip backend: no AMD GPU: hipGetDeviceCount returned {} with {} device(s) (runtime {})",
+        hip_name(e), count, runtime->lib.path);
     return new HipBackend(std::move(runtime), std::move(rtc), {}, config, host.logger);
   }
   std::vector<DeviceInfo> devices(static_cast<std::size_t>(count));
@@ -646,17 +703,21 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
   int driver = 0, rt = 0;
   (void)api.hipDriverGetVersion(&driver);
   (void)api.hipRuntimeGetVersion(&rt);
-  log.debug("hip backend: runtime {} (driver {}, runtime {}), {} device(s)", runtime->lib.path, driver, rt, count);
-  return new HipBackend(std::move(runtime), std::move(rtc), std::move(devices), config, host.logger);
+  log.debug("hip backend: runtime {} (driver {}, runtime {}), {} device(s)", runtime->lib.path,
+            driver, rt, count);
+  return new HipBackend(std::move(runtime), std::move(rtc), std::move(devices), config,
+                        host.logger);
 }
 
 }  // namespace
 }  // namespace cudamux::hip
 
-CUDAMUX_PLUGIN_EXPORT std::uint32_t cudamux_backend_abi_version() { return cudamux::backend::kAbiVersion; }
+CUDAMUX_PLUGIN_EXPORT std::uint32_t cudamux_backend_abi_version() {
+  return cudamux::backend::kAbiVersion;
+}
 
-CUDAMUX_PLUGIN_EXPORT cudamux::backend::Backend* cudamux_backend_create(const cudamux::backend::PluginHost& host,
-                                                                        std::string& error) {
+CUDAMUX_PLUGIN_EXPORT cudamux::backend::Backend* cudamux_backend_create(
+    const cudamux::backend::PluginHost& host, std::string& error) {
   try {
     return cudamux::hip::create(host, error);
   } catch (const std::exception& e) {  // nothing may cross the C boundary
