@@ -14,10 +14,9 @@
 // Fibers are Boost.Context fibers, persistent per pool thread (no allocation per block).
 // The state kernel code reads (threadIdx, ...) is initial-exec TLS of this library, so
 // dlopen'ed modules reach it without __tls_get_addr, and one copy serves all modules.
+#include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
-
-#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -110,9 +109,7 @@ Worker& worker() {
   return *holder;
 }
 
-unsigned lanes_in_warp(const Worker& w, unsigned warp) {
-  return std::min(32u, w.n - warp * 32);
-}
+unsigned lanes_in_warp(const Worker& w, unsigned warp) { return std::min(32u, w.n - warp * 32); }
 
 void account_exits(Worker& w, unsigned begin, unsigned end) {
   if (end <= begin) return;
@@ -189,8 +186,9 @@ unsigned long long park(State kind, int op, unsigned mask, unsigned long long va
       // wrong. Fail the launch loudly rather than run the threads out of order.
       if (w.abort == 0) {
         w.abort = kLaunchFailed;
-        w.message = "internal error: a barrier or warp collective was reached by a kernel "
-                    "compiled as barrier-free";
+        w.message =
+            "internal error: a barrier or warp collective was reached by a kernel "
+            "compiled as barrier-free";
       }
       throw BlockAbort{};
     }
@@ -436,7 +434,8 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
   cudamux_blockDim = launch->block;
   cudamux_gridDim = launch->grid;
   cudamux_dyn_shared = dyn_shared;
-  if ((launch->flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0) return run_direct(w, launch, message, message_size);
+  if ((launch->flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0)
+    return run_direct(w, launch, message, message_size);
   w.n = n;
   w.dim = launch->block;
   w.exited = 0;

@@ -1,6 +1,7 @@
 // Kernel launches: validation, and blocks spread over a persistent pool of threads.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -34,6 +35,7 @@ struct BlockPool::Job {
   const cudamux_launch* launch = nullptr;
   unsigned shared_bytes = 0;
   std::uint64_t total = 0;
+  std::uint64_t chunk = 1;  // blocks taken per fetch from `next`
   std::atomic<std::uint64_t> next{0};
   std::atomic<unsigned> active{0};  // threads inside work(); guarded by the pool's mutex on entry
   volatile int abort = 0;
@@ -62,20 +64,23 @@ void BlockPool::work(Job& job) {
   const std::uint64_t gxy = gx * l.grid.y;
   char message[1024];
   for (;;) {
-    const std::uint64_t b = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (b >= job.total) break;
-    if (job.abort != 0) continue;  // a block failed: the rest are skipped
-    const cudamux_u3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>((b % gxy) / gx),
-                         static_cast<unsigned>(b / gxy)};
-    message[0] = '\0';
-    const int rc = cudamux_run_block(&l, idx, shared, message, sizeof message);
-    if (rc != 0) {
-      std::lock_guard lock(job.mu);
-      if (job.result == 0) {
-        job.result = rc;
-        job.message = message;
+    const std::uint64_t first = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
+    if (first >= job.total) break;
+    const std::uint64_t last = std::min(job.total, first + job.chunk);
+    for (std::uint64_t b = first; b < last; ++b) {
+      if (job.abort != 0) break;  // a block failed: the rest are skipped
+      const cudamux_u3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>((b % gxy) / gx),
+                           static_cast<unsigned>(b / gxy)};
+      message[0] = '\0';
+      const int rc = cudamux_run_block(&l, idx, shared, message, sizeof message);
+      if (rc != 0) {
+        std::lock_guard lock(job.mu);
+        if (job.result == 0) {
+          job.result = rc;
+          job.message = message;
+        }
+        job.abort = 1;
       }
-      job.abort = 1;
     }
   }
 }
@@ -103,6 +108,10 @@ int BlockPool::run(const cudamux_launch& launch, unsigned shared_bytes, std::str
   job.launch = &launch;
   job.shared_bytes = shared_bytes;
   job.total = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+  // Blocks are taken in chunks: one shared counter update per chunk instead of per block, while
+  // keeping ~32 chunks per thread so that a descheduled thread does not hold back the launch.
+  const std::uint64_t threads = threads_.size() + 1;
+  job.chunk = std::clamp<std::uint64_t>(job.total / (threads * 32), 1, 64);
   const_cast<cudamux_launch&>(launch).abort = &job.abort;
   {
     std::lock_guard lock(mu_);
@@ -128,8 +137,9 @@ be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::l
   const std::uint64_t blocks = std::uint64_t{desc.grid[0]} * desc.grid[1] * desc.grid[2];
   if (threads == 0 || blocks == 0) return status(CUDA_ERROR_INVALID_VALUE);
   if (k.max_threads > 0 && threads > static_cast<std::uint64_t>(k.max_threads)) {
-    log.error("mock backend: launch of {} with {} threads per block exceeds its __launch_bounds__ ({})",
-              f->name(), threads, k.max_threads);
+    log.error(
+        "mock backend: launch of {} with {} threads per block exceeds its __launch_bounds__ ({})",
+        f->name(), threads, k.max_threads);
     return status(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   }
   if (threads > 1024) return status(CUDA_ERROR_INVALID_VALUE);
@@ -160,6 +170,7 @@ be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::l
 int execute_launch(const KernelLaunch& k) {
   cudamux_launch l{};
   l.loop = k.desc->loop;
+  l.flags = k.desc->flags;
   l.args = k.args->data();
   l.grid = cudamux_u3{k.grid[0], k.grid[1], k.grid[2]};
   l.block = cudamux_u3{k.block[0], k.block[1], k.block[2]};

@@ -3,7 +3,7 @@
 #ifndef CUDAMUX_DEVICE_ABI_H
 #define CUDAMUX_DEVICE_ABI_H
 
-#define CUDAMUX_DEVICE_ABI 1
+#define CUDAMUX_DEVICE_ABI 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,10 +23,21 @@ typedef struct cudamux_kernel_desc {
   const unsigned* param_sizes;
   const unsigned* param_offsets;  // packed like CUDA: each aligned to its type
   unsigned args_size;
-  int max_threads;  // __launch_bounds__ first argument; 0 when none
-  int min_blocks;   // __launch_bounds__ second argument; 0 when none
+  int max_threads;              // __launch_bounds__ first argument; 0 when none
+  int min_blocks;               // __launch_bounds__ second argument; 0 when none
   const char* name_expression;  // the nvrtcAddNameExpression text it came from, or 0
+  unsigned flags;               // CUDAMUX_KERNEL_* below
 } cudamux_kernel_desc;
+
+// Kernel flags, set by the compiler from its source analysis.
+enum {
+  // No barrier or warp collective is reachable from the kernel (proved from the source): its
+  // blocks run on the worker's own stack, without fibers.
+  CUDAMUX_KERNEL_NO_BARRIERS = 1,
+  // The kernel was transformed by loop fission at barriers: one call runs the whole block
+  // (it loops over the threads itself), so the thunk calls it once per block.
+  CUDAMUX_KERNEL_PER_BLOCK = 2
+};
 
 typedef struct cudamux_module_desc {
   unsigned abi;  // CUDAMUX_DEVICE_ABI
@@ -47,6 +58,7 @@ typedef struct cudamux_launch {
   cudamux_u3 grid;
   cudamux_u3 block;
   volatile int* abort;  // shared by all blocks of the launch: nonzero = skip/stop
+  unsigned flags;       // the kernel's CUDAMUX_KERNEL_* flags
 } cudamux_launch;
 
 // Runs one block on the calling thread; returns 0 or a CUresult value (assert, launch
@@ -55,12 +67,7 @@ int cudamux_run_block(const cudamux_launch* launch, cudamux_u3 block_idx, void* 
                       char* message, unsigned message_size);
 
 // Barriers and collectives (called from kernel code).
-enum {
-  CUDAMUX_BAR_SYNC = 0,
-  CUDAMUX_BAR_COUNT = 1,
-  CUDAMUX_BAR_AND = 2,
-  CUDAMUX_BAR_OR = 3
-};
+enum { CUDAMUX_BAR_SYNC = 0, CUDAMUX_BAR_COUNT = 1, CUDAMUX_BAR_AND = 2, CUDAMUX_BAR_OR = 3 };
 int cudamux_syncthreads_op(int op, int predicate);
 
 enum {

@@ -440,6 +440,36 @@ extern "C" __attribute__((visibility("default"))) inline int printf(const char* 
 }
 #include "cudamux/assert.h"
 
+// --- loop fission support (the compiler's generated "twin" functions use these) ---
+namespace cudamux::fission {
+template <class T>
+struct slot {
+  using type = T;
+};
+template <class T>
+struct slot<const T> {
+  using type = T;
+};
+template <class T>
+struct slot<volatile T> {
+  using type = T;
+};
+template <class T>
+struct slot<const volatile T> {
+  using type = T;
+};
+// Per-thread storage of a variable declared `const T`: written once per thread by the twin.
+template <class T>
+using slot_t = typename slot<T>::type;
+// threadIdx of each linear thread id, computed once per block.
+__attribute__((always_inline)) inline void thread_table(uint3* t, uint3 bd) {
+  unsigned i = 0;
+  for (unsigned z = 0; z < bd.z; ++z)
+    for (unsigned y = 0; y < bd.y; ++y)
+      for (unsigned x = 0; x < bd.x; ++x) t[i++] = uint3{x, y, z};
+}
+}  // namespace cudamux::fission
+
 // --- kernels: the thunk that runs a block's threads as a loop ---
 namespace cudamux::detail {
 template <class T, T... I>
@@ -475,25 +505,54 @@ constexpr layout<sizeof...(A)> make_layout() {
   return l;
 }
 
-template <auto K>
+// K: the kernel as written (its address names it). Flags: CUDAMUX_KERNEL_*. B: with
+// CUDAMUX_KERNEL_PER_BLOCK, K's fissioned twin that runs a whole block per call.
+template <auto K, unsigned Flags = 0, auto B = nullptr>
 struct kernel;
-template <class... A, void (*K)(A...)>
-struct kernel<K> {
+template <class... A, void (*K)(A...), unsigned Flags, auto B>
+struct kernel<K, Flags, B> {
   static constexpr layout<sizeof...(A)> lay = make_layout<A...>();
   template <unsigned... I>
   __attribute__((always_inline)) static inline void run(const char* p, unsigned start,
                                                         iseq<unsigned, I...>) {
     pack<iseq<unsigned, I...>, A...> args;
     (__builtin_memcpy(&static_cast<leaf<I, A>&>(args).v, p + lay.offset[I], sizeof(A)), ...);
+    if constexpr ((Flags & CUDAMUX_KERNEL_PER_BLOCK) != 0) {
+      // Fissioned: the twin loops over the block's threads itself.
+      if (start == 0) B(static_cast<leaf<I, A>&>(args).v...);
+      return;
+    }
     const uint3 bd = blockDim;
     const unsigned n = bd.x * bd.y * bd.z;
+    if (bd.y == 1 && bd.z == 1) {
+      // 1-D blocks: y and z stay 0, only x changes per thread. Without reachable barriers the
+      // loop has no exit but its end, so the compiler can keep threadIdx.x in a register and
+      // vectorise across threads.
+      threadIdx.y = 0;
+      threadIdx.z = 0;
+      if constexpr ((Flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0) {
+        for (unsigned t = start; t < n; ++t) {
+          threadIdx.x = t;
+          K(static_cast<leaf<I, A>&>(args).v...);
+        }
+      } else {
+        for (unsigned t = start; t < n; ++t) {
+          threadIdx.x = t;
+          K(static_cast<leaf<I, A>&>(args).v...);
+          if (__builtin_expect(cudamux_handed_off != 0, 0)) return;
+        }
+      }
+      return;
+    }
     unsigned x = start % bd.x;
     unsigned y = (start / bd.x) % bd.y;
     unsigned z = start / (bd.x * bd.y);
     for (unsigned t = start; t < n; ++t) {
       threadIdx = uint3{x, y, z};
       K(static_cast<leaf<I, A>&>(args).v...);
-      if (__builtin_expect(cudamux_handed_off != 0, 0)) return;
+      if constexpr ((Flags & CUDAMUX_KERNEL_NO_BARRIERS) == 0) {
+        if (__builtin_expect(cudamux_handed_off != 0, 0)) return;
+      }
       if (++x == bd.x) {
         x = 0;
         if (++y == bd.y) {
@@ -515,13 +574,14 @@ struct kernel<K> {
                                lay.total,
                                max_threads,
                                min_blocks,
-                               expr};
+                               expr,
+                               Flags};
   }
 };
-template <auto K>
+template <auto K, unsigned Flags = 0, auto B = nullptr>
 inline const cudamux_kernel_desc entry(int max_threads, int min_blocks, const char* expr) {
   static_assert(sizeof(K) != 0, "");
-  return kernel<K>::desc(max_threads, min_blocks, expr);
+  return kernel<K, Flags, B>::desc(max_threads, min_blocks, expr);
 }
 template <class T>
 struct is_kernel_ptr {
@@ -537,7 +597,7 @@ inline const cudamux_kernel_desc named(const char* expr) {
   if constexpr (is_kernel_ptr<decltype(P)>::value) {
     return kernel<P>::desc(0, 0, expr);
   } else {
-    return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr};
+    return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr, 0};
   }
 }
 }  // namespace cudamux::detail
