@@ -24,6 +24,7 @@
 #include <set>
 #include <sstream>
 
+#include "fission.hpp"
 #include "kernels.hpp"
 
 extern char** environ;
@@ -34,6 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
 constexpr std::string_view kRegistrationFile = "<cudamux kernel registration>";
+constexpr std::string_view kFissionFile = "<cudamux fission>";
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -52,7 +54,7 @@ bool write_file(const fs::path& p, std::string_view data) {
 
 // The source with comments, string and character literals blanked (newlines kept), so that
 // scans see only code; offsets match the original.
-std::string code_view(std::string_view s) {
+std::string code_view(std::string_view s, bool keep_preprocessor = false) {
   std::string out(s);
   std::size_t i = 0;
   const std::size_t n = s.size();
@@ -80,6 +82,7 @@ std::string code_view(std::string_view s) {
       ++i;
     }
   }
+  if (keep_preprocessor) return out;
   // Preprocessor lines (with continuations) are not code either.
   bool line_start = true;
   for (std::size_t k = 0; k < n; ++k) {
@@ -133,7 +136,20 @@ struct KernelDecl {
   std::string params;  // text between the parentheses
   std::string bound_threads = "0";
   std::string bound_blocks = "0";
+  std::size_t body_b = std::string::npos;  // offsets of the body's braces (npos: declaration)
+  std::size_t body_e = std::string::npos;
+  unsigned flags = 0;  // CUDAMUX_KERNEL_*
+  std::string twin;    // the fissioned twin's name (PER_BLOCK)
 };
+
+std::size_t match_brace(const std::string& c, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < c.size(); ++i) {
+    if (c[i] == '{') ++depth;
+    if (c[i] == '}' && --depth == 0) return i;
+  }
+  return std::string::npos;
+}
 
 std::vector<std::string> split_top_commas(std::string_view s) {
   std::vector<std::string> parts;
@@ -168,7 +184,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
     if (ch == '{') {
       // A namespace opening: `namespace [a::b] {` or `inline namespace x {` before it.
       const std::string head = squash(std::string_view(code).substr(stmt_start, i - stmt_start));
-      static const std::regex ns_re(R"(^(?:inline )?namespace(?: ([A-Za-z_][\w:]*))?(?: \[\[[^\]]*\]\])?$)");
+      static const std::regex ns_re(
+          R"(^(?:inline )?namespace(?: ([A-Za-z_][\w:]*))?(?: \[\[[^\]]*\]\])?$)");
       std::smatch m;
       if (std::regex_match(head, m, ns_re)) {
         const std::string name = m[1].str();
@@ -197,9 +214,11 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
     if ((i > 0 && ident_char(code[i - 1])) || (i + 10 < n && ident_char(code[i + 10]))) continue;
     const bool at_namespace_scope =
         std::all_of(scopes.begin(), scopes.end(), [](const Scope& s) { return s.is_namespace; });
-    const std::string before = " " + squash(std::string_view(code).substr(stmt_start, i - stmt_start)) + " ";
+    const std::string before =
+        " " + squash(std::string_view(code).substr(stmt_start, i - stmt_start)) + " ";
     if (!at_namespace_scope || before.find(" template") != std::string::npos ||
-        before.find("template<") != std::string::npos || before.find("friend ") != std::string::npos) {
+        before.find("template<") != std::string::npos ||
+        before.find("friend ") != std::string::npos) {
       i += 9;
       continue;
     }
@@ -235,6 +254,12 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
         }
         k.name = last_ident;
         k.params = squash(std::string_view(code).substr(j + 1, close - j - 1));
+        const std::size_t body = code.find_first_of("{;", close + 1);
+        if (body != std::string::npos && code[body] == '{') {
+          k.body_b = body;
+          k.body_e = match_brace(code, body);
+          if (k.body_e == std::string::npos) k.body_b = std::string::npos;
+        }
         break;
       }
       if (code[j] == ';' || code[j] == '{') break;
@@ -254,10 +279,12 @@ std::string rewrite_dynamic_shared(const std::string& src) {
   const std::string code = code_view(src);
   static const std::regex re(
       R"(\bextern\s+((?:[\w:<>,*\s]|__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)\b__shared__\b((?:[\w:<>,*\s]|__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)\b([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
-  static const std::regex align_re(R"(__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)|\b(?:volatile|static)\b)");
+  static const std::regex align_re(
+      R"(__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)|\b(?:volatile|static)\b)");
   std::string out;
   std::size_t last = 0;
-  for (auto it = std::sregex_iterator(code.begin(), code.end(), re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), re); it != std::sregex_iterator();
+       ++it) {
     const auto& m = *it;
     const auto pos = static_cast<std::size_t>(m.position(0));
     std::string type = squash(std::regex_replace(m[1].str() + " " + m[2].str(), align_re, " "));
@@ -315,6 +342,7 @@ std::string registration(const std::vector<KernelDecl>& kernels,
     const std::string fn =
         overloaded ? "static_cast<void (*)(" + k.params + ")>(&" + k.name + ")" : "&" + k.name;
     o << open << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<" << fn
+      << ", " << k.flags << "u" << (k.twin.empty() ? std::string() : ", &" + k.twin)
       << ">(static_cast<int>(" << k.bound_threads << "), static_cast<int>(" << k.bound_blocks
       << "), nullptr); " << close << "\n";
     refs.push_back("&" + qualified + var);
@@ -394,7 +422,8 @@ std::string rewrite_log(const std::string& text, const std::string& tmp_dir,
         line.find("In file included from") != std::string::npos)
       continue;
     for (const std::string& prefix : {tmp_dir + "/include/", tmp_dir + "/", include_dir + "/"}) {
-      for (std::size_t p; (p = line.find(prefix)) != std::string::npos;) line.erase(p, prefix.size());
+      for (std::size_t p; (p = line.find(prefix)) != std::string::npos;)
+        line.erase(p, prefix.size());
     }
     out += line;
     out += '\n';
@@ -424,7 +453,8 @@ class Hasher {
     sha_.get_digest(d);
     unsigned char bytes[20];
     for (int i = 0; i < 5; ++i)
-      for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<unsigned char>(d[i] >> (24 - 8 * b));
+      for (int b = 0; b < 4; ++b)
+        bytes[i * 4 + b] = static_cast<unsigned char>(d[i] >> (24 - 8 * b));
     return hex(bytes, sizeof bytes);
   }
 
@@ -546,16 +576,243 @@ void store_in_cache(const fs::path& file, const std::string& data, spdlog::logge
   // Unique temporary in the same folder, then an atomic rename: readers in other processes
   // see either no entry or a complete one.
   std::random_device rd;
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  const fs::path tmp =
+      file.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
   if (!write_file(tmp, data)) {
     log.debug("mock compiler: cannot write cache entry {}", tmp.string());
     fs::remove(tmp, ec);
     return;
   }
   if (::rename(tmp.c_str(), file.c_str()) != 0) {
-    log.debug("mock compiler: cannot rename cache entry to {}: {}", file.string(), std::strerror(errno));
+    log.debug("mock compiler: cannot rename cache entry to {}: {}", file.string(),
+              std::strerror(errno));
     fs::remove(tmp, ec);
   }
+}
+
+// ---- barrier analysis and loop fission -----------------------------------------------------
+
+// Identifiers through which a barrier or warp collective can be reached (deliberately broad).
+bool barrier_ident(std::string_view id) {
+  for (std::string_view part :
+       {"sync", "activemask", "cudamux_warp_op", "cooperative_groups", "thread_block",
+        "tiled_partition", "coalesced", "grid_group", "this_grid", "__shfl", "__ballot", "__any",
+        "__all", "__match", "__reduce_", "__uni"}) {
+    if (id.find(part) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Identifier tokens of `code` (comments and strings already blanked) in [b, e).
+template <class F>
+void each_ident(std::string_view code, std::size_t b, std::size_t e, F f) {
+  for (std::size_t i = b; i < e;) {
+    if (ident_char(code[i]) && (i == 0 || !ident_char(code[i - 1])) &&
+        std::isdigit(static_cast<unsigned char>(code[i])) == 0) {
+      std::size_t j = i;
+      while (j < e && ident_char(code[j])) ++j;
+      f(code.substr(i, j - i), i);
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+}
+
+// Built-in and standard headers that define nothing reaching a barrier.
+bool safe_header(const std::string& h, bool system_too) {
+  static const std::set<std::string> builtin = {"cuda_runtime.h",
+                                                "cuda_runtime_api.h",
+                                                "cuda_fp16.h",
+                                                "cuda_bf16.h",
+                                                "math_constants.h",
+                                                "device_launch_parameters.h",
+                                                "device_functions.h",
+                                                "vector_types.h",
+                                                "vector_functions.h",
+                                                "builtin_types.h",
+                                                "sm_20_atomic_functions.h",
+                                                "sm_60_atomic_functions.h",
+                                                "math.h",
+                                                "assert.h",
+                                                "cassert",
+                                                "cmath",
+                                                "cuda_device_runtime_api.h",
+                                                "crt/host_defines.h",
+                                                "cuda/std/cstdint",
+                                                "cuda/std/cstddef",
+                                                "cuda/std/type_traits",
+                                                "cuda/std/limits",
+                                                "cuda/std/utility",
+                                                "cuda/std/climits",
+                                                "cuda/std/cfloat"};
+  static const std::set<std::string> system = {
+      "cstdint", "stdint.h", "cstddef", "stddef.h",    "cstdio",  "stdio.h", "climits", "limits.h",
+      "cfloat",  "float.h",  "limits",  "type_traits", "utility", "cstdlib", "stdlib.h"};
+  return builtin.count(h) != 0 || (system_too && system.count(h) != 0);
+}
+
+struct ProgramFacts {
+  bool barrier_safe = true;  // barriers/collectives appear only inside scanned kernel bodies
+  bool fission_safe = true;  // no macro hides control flow (return/goto/break/continue)
+  std::vector<std::string> uniform_macros;  // object-like macros with constant bodies
+};
+
+// Checks one text (the program or a header given to nvrtcCreateProgram). `bodies`: kernel body
+// ranges of this text (barrier tokens allowed there).
+void check_text(const std::string& text,
+                const std::vector<std::pair<std::size_t, std::size_t>>& bodies,
+                const be::CompileRequest& request, ProgramFacts& facts, int depth) {
+  if (depth > 8) {
+    facts.barrier_safe = false;
+    return;
+  }
+  const std::string pp = code_view(text, true);  // comments/strings blanked, directives kept
+  each_ident(pp, 0, pp.size(), [&](std::string_view id, std::size_t at) {
+    if (!barrier_ident(id)) return;
+    for (const auto& [b, e] : bodies)
+      if (at > b && at < e) return;
+    facts.barrier_safe = false;
+  });
+  // Directives: includes must be known barrier-free; macros must not hide control flow.
+  static const std::regex include_re(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
+  static const std::regex define_re(R"(^\s*#\s*define\s+([A-Za-z_]\w*)(\(?)(.*)$)");
+  static const std::regex const_body_re(R"(^[\s0-9a-fA-FxXuUlL.+\-*/%()<>|&^~]*$)");
+  std::istringstream lines(pp);
+  std::string line;
+  std::string logical;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\\') {
+      logical += line.substr(0, line.size() - 1) + " ";
+      continue;
+    }
+    logical += line;
+    std::smatch m;
+    const std::string l = logical;
+    logical.clear();
+    const auto first = l.find_first_not_of(" \t");
+    if (first == std::string::npos || l[first] != '#') continue;
+    if (std::regex_search(l, m, include_re)) {
+      const std::string h = m[2].str();
+      const auto given = std::find_if(request.headers.begin(), request.headers.end(),
+                                      [&](const auto& p) { return p.first == h; });
+      if (m[1].str() == "\"" && given != request.headers.end()) {
+        check_text(std::string(given->second), {}, request, facts, depth + 1);
+      } else if (!safe_header(h, request.options.include_paths.empty())) {
+        facts.barrier_safe = false;
+      }
+    } else if (l.find("include") != std::string::npos &&
+               std::regex_search(l, std::regex(R"(^\s*#\s*include)"))) {
+      facts.barrier_safe = false;  // a computed include
+    } else if (std::regex_search(l, m, define_re)) {
+      const std::string body = m[3].str();
+      each_ident(body, 0, body.size(), [&](std::string_view id, std::size_t) {
+        if (id == "return" || id == "goto" || id == "break" || id == "continue")
+          facts.fission_safe = false;
+      });
+      if (depth == 0 && m[2].str().empty() && std::regex_match(body, const_body_re) &&
+          body.find_first_not_of(" \t") != std::string::npos)
+        facts.uniform_macros.push_back(m[1].str());
+    }
+  }
+}
+
+// Decides each kernel's flags and builds the fissioned twins (appended to `twins`).
+void analyse_kernels(const std::string& src, const std::string& code,
+                     std::vector<KernelDecl>& kernels, const be::CompileRequest& request,
+                     const std::string& quoted_name, bool allow_fission, std::string& twins,
+                     spdlog::logger& log) {
+  // A declaration without body takes its definition's body (the registration uses the first).
+  for (auto& k : kernels) {
+    if (k.body_b != std::string::npos) continue;
+    for (const auto& d : kernels)
+      if (d.body_b != std::string::npos && d.name == k.name && d.ns == k.ns &&
+          d.params == k.params) {
+        k.body_b = d.body_b;
+        k.body_e = d.body_e;
+      }
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> bodies;
+  for (const auto& k : kernels)
+    if (k.body_b != std::string::npos) bodies.emplace_back(k.body_b, k.body_e);
+  ProgramFacts facts;
+  if (!request.options.pre_includes.empty()) facts.barrier_safe = false;
+  check_text(src, bodies, request, facts, 0);
+  if (!facts.barrier_safe) {
+    log.debug(
+        "mock compiler: barriers may be reached outside kernel bodies: all kernels use fibers");
+    return;
+  }
+  int twin_index = 0;
+  for (auto& k : kernels) {
+    if (k.body_b == std::string::npos) continue;
+    bool barriers = false;
+    bool only_syncthreads = true;
+    each_ident(code, k.body_b, k.body_e, [&](std::string_view id, std::size_t) {
+      if (!barrier_ident(id)) return;
+      barriers = true;
+      if (id != "__syncthreads" && id != "__syncthreads_count" && id != "__syncthreads_and" &&
+          id != "__syncthreads_or")
+        only_syncthreads = false;
+    });
+    if (!barriers) {
+      k.flags = CUDAMUX_KERNEL_NO_BARRIERS;
+      continue;
+    }
+    if (!only_syncthreads || !facts.fission_safe || !allow_fission) continue;
+    // Directives inside the body (#if ...) would be lost by the statement copy: refuse.
+    bool directives = false;
+    {
+      std::istringstream body(src.substr(k.body_b, k.body_e - k.body_b));
+      for (std::string line; std::getline(body, line);) {
+        const auto f = line.find_first_not_of(" \t");
+        if (f != std::string::npos && line[f] == '#' && line.find("pragma") == std::string::npos)
+          directives = true;
+      }
+    }
+    if (directives) continue;
+    FissionInput in;
+    in.body = std::string_view(src).substr(k.body_b + 1, k.body_e - k.body_b - 1);
+    in.body_code = std::string_view(code).substr(k.body_b + 1, k.body_e - k.body_b - 1);
+    in.params = k.params;
+    in.uniform_macros = facts.uniform_macros;
+    in.file = quoted_name;
+    in.first_line =
+        1 + static_cast<unsigned>(std::count(
+                src.begin(), src.begin() + static_cast<std::ptrdiff_t>(k.body_b) + 1, '\n'));
+    in.twin_name = "__cmx_twin_" + std::to_string(twin_index++);
+    const FissionResult r = fission(in);
+    if (!r.ok) {
+      log.debug("mock compiler: kernel {} keeps fibers: {}", k.name, r.reason);
+      continue;
+    }
+    std::string open;
+    std::string close;
+    for (const auto& n : k.ns) {
+      open += n.empty() ? "namespace { " : "namespace " + n + " { ";
+      close += "} ";
+    }
+    twins += open + "\n" + r.code + "\n" + close + "\n";
+    k.flags = CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK;
+    k.twin = in.twin_name;
+    log.debug("mock compiler: kernel {} runs fissioned at its barriers", k.name);
+  }
+}
+
+// The host CPU, for the cache key: modules are built with -march=native.
+const std::string& cpu_identity() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    std::string out;
+    while (std::getline(in, line) && !line.empty()) {
+      if (line.rfind("vendor_id", 0) == 0 || line.rfind("cpu family", 0) == 0 ||
+          line.rfind("model", 0) == 0 || line.rfind("flags", 0) == 0)
+        out += line + "\n";
+    }
+    return out;
+  }();
+  return id;
 }
 
 }  // namespace
@@ -573,7 +830,8 @@ DeviceFiles device_files() {
       f.lib_dir = root.string();
       struct stat st {};
       if (::stat(plugin.c_str(), &st) == 0)
-        f.plugin_identity = plugin.string() + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+        f.plugin_identity =
+            plugin.string() + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
     }
     return f;
   }();
@@ -581,8 +839,11 @@ DeviceFiles device_files() {
 }
 
 CompilerSettings compiler_settings(const std::string& config_compiler,
-                                   const std::string& config_cache_dir) {
+                                   const std::string& config_cache_dir, bool config_fission) {
   CompilerSettings s;
+  s.fission = config_fission;
+  if (const char* f = std::getenv("CUDAMUX_MOCK_FISSION"); f != nullptr && *f != '\0')
+    s.fission = std::string_view(f) != "0";
   s.compiler = "g++";
   if (!config_compiler.empty()) s.compiler = config_compiler;
   if (const char* e = std::getenv("CUDAMUX_MOCK_CXX"); e != nullptr && *e != '\0') s.compiler = e;
@@ -617,7 +878,10 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
 
   std::vector<std::string> flags = {
       "-std=" + (o.std.empty() ? std::string("c++17") : o.std),
-      o.device_debug ? "-O0" : "-O2",
+      // -O3 -march=native: thread loops of barrier-free code vectorise across threads (masked
+      // stores for `if (i < n)`); the cache key includes the CPU (cpu_identity).
+      o.device_debug ? "-O0" : "-O3",
+      "-march=native",
       "-fPIC",
       "-shared",
       "-fno-plt",
@@ -643,6 +907,8 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   h.add("cudamux-mock-cache-v1");
   h.add(std::to_string(CUDAMUX_DEVICE_ABI));
   h.add(compiler_identity(settings_.compiler));
+  h.add(cpu_identity());
+  h.add(settings_.fission ? "fission" : "fibers");
   h.add(files.plugin_identity);  // our own code (registration, lowered names) changes too
   h.add(prelude_identity(files.include_dir));
   h.add(name);
@@ -656,8 +922,9 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   for (const auto& i : o.pre_includes) h.add("-include" + i);
   for (const auto& e : request.name_expressions) h.add("expr:" + e);
   const std::string key = h.digest();
-  const fs::path cache_file =
-      settings_.cache_dir.empty() ? fs::path() : fs::path(settings_.cache_dir) / "mock" / (key + ".cmx");
+  const fs::path cache_file = settings_.cache_dir.empty()
+                                  ? fs::path()
+                                  : fs::path(settings_.cache_dir) / "mock" / (key + ".cmx");
   if (!cache_file.empty()) {
     std::error_code ec;
     if (fs::is_regular_file(cache_file, ec)) {
@@ -686,13 +953,19 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
     }
   } cleanup{dir};
 
-  const std::string src(request.source);
-  const std::vector<KernelDecl> kernels = scan_kernels(code_view(src));
-  std::string text = "#line 1 " + quote(name) + "\n" + rewrite_dynamic_shared(src) +
-                     "\n#line 1 " + quote(kRegistrationFile) + "\n" +
-                     registration(kernels, request.name_expressions);
+  // Kernels are analysed on the source as compiled (extern __shared__ rewritten; same lines).
+  const std::string src = rewrite_dynamic_shared(std::string(request.source));
+  const std::string src_code = code_view(src);
+  std::vector<KernelDecl> kernels = scan_kernels(src_code);
+  std::string twins;
+  analyse_kernels(src, src_code, kernels, request, quote(name), settings_.fission, twins, *log_);
+  auto program_text = [&] {
+    return "#line 1 " + quote(name) + "\n" + src + "\n#line 1 " + quote(kFissionFile) + "\n" +
+           twins + "\n#line 1 " + quote(kRegistrationFile) + "\n" +
+           registration(kernels, request.name_expressions);
+  };
   const fs::path src_file = dir / "program.cu";
-  write_file(src_file, text);
+  write_file(src_file, program_text());
   std::error_code ec;
   fs::create_directories(dir / "include", ec);
   for (const auto& [hn, hc] : request.headers) {
@@ -724,9 +997,25 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   argv.push_back("-lcudamux-device");
 
   const auto t0 = std::chrono::steady_clock::now();
-  const Run run = run_process(argv);
+  Run run = run_process(argv);
   ++runs_;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (run.exit_code > 0 && run.exit_code < 128 && !twins.empty()) {
+    // The fission transform is checked by the compiler: a twin that does not compile (our
+    // parser misread something) is dropped and the program compiled as written, so the log
+    // and the outcome are the program's own.
+    log_->debug("mock compiler: {}: fissioned code did not compile; retrying without fission",
+                name);
+    twins.clear();
+    for (auto& k : kernels) {
+      if (!k.twin.empty()) k.flags = 0;
+      k.twin.clear();
+    }
+    write_file(src_file, program_text());
+    run = run_process(argv);
+    ++runs_;
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   result.log = rewrite_log(run.output, dir.string(), files.include_dir);
   if (run.exit_code < 0 || run.exit_code >= 128) {
     log_->error("mock compiler: {} failed to run: {}", settings_.compiler, run.output);
@@ -740,8 +1029,9 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   log_->debug("mock compiler: {}: {} kernel(s) compiled in {:.0f} ms", name, kernels.size(), ms);
 
   const std::string so = read_file(dir / "module.so");
-  std::string image = std::string(kImageHeader) + " arch=" + std::to_string(arch) + " program=" +
-                      std::to_string(request.source.size()) + "\n" + base64(so) + "\n";
+  std::string image = std::string(kImageHeader) + " arch=" + std::to_string(arch) +
+                      " program=" + std::to_string(request.source.size()) + "\n" + base64(so) +
+                      "\n";
   result.image.assign(image.begin(), image.end());
   result.image.push_back('\0');
 

@@ -131,6 +131,11 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
           if (out.compiler.empty()) fail(source, node, key, "must not be empty");
         } else if (key == "cache_dir") {
           out.cache_dir = std::string(string(source, node, key));
+        } else if (key == "fission") {
+          const auto v = node.value<bool>();
+          if (!v)
+            fail(source, node, key, fmt::format("expected a boolean, got {}", type_name(node)));
+          out.fission = *v;
         } else if (key == "workers") {
           out.workers = static_cast<int>(integer(source, node, key, 0, 1024));
         } else if (key == "attributes") {

@@ -31,6 +31,8 @@ struct MockConfig {
   std::string compiler;
   std::string cache_dir;
   int workers = 0;
+  // Loop fission at barriers for kernels it can prove safe (else fibers); false: fibers only.
+  bool fission = true;
 };
 
 // Fills `out` from `table` (null: all defaults). Returns an error message naming

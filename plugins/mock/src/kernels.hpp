@@ -32,8 +32,8 @@ inline constexpr int kDefaultArch = 90;
 // Where the mock finds its device runtime and built-in headers: beside the plugin folder
 // (lib/cudamux/ of the build or install tree).
 struct DeviceFiles {
-  std::string include_dir;  // lib/cudamux/mock-include
-  std::string lib_dir;      // lib/cudamux (libcudamux-device.so)
+  std::string include_dir;      // lib/cudamux/mock-include
+  std::string lib_dir;          // lib/cudamux (libcudamux-device.so)
   std::string plugin_identity;  // path, size and mtime of the plugin (part of cache keys)
 };
 DeviceFiles device_files();
@@ -41,11 +41,12 @@ DeviceFiles device_files();
 struct CompilerSettings {
   std::string compiler;   // "g++" unless [mock] compiler / CUDAMUX_MOCK_CXX say otherwise
   std::string cache_dir;  // empty: caching off
+  bool fission = true;    // [mock] fission; CUDAMUX_MOCK_FISSION=0/1 overrides
 };
 // [mock] compiler/cache_dir plus the environment (CUDAMUX_MOCK_CXX, CUDA_CACHE_DISABLE,
 // CUDA_CACHE_PATH, XDG_CACHE_HOME, HOME).
 CompilerSettings compiler_settings(const std::string& config_compiler,
-                                   const std::string& config_cache_dir);
+                                   const std::string& config_cache_dir, bool config_fission = true);
 
 class MockCompiler final : public be::Compiler {
  public:
@@ -71,7 +72,7 @@ struct LoadedObject {
   const cudamux_module_desc* desc = nullptr;
   std::uintptr_t base = 0;  // load address, to tell the module's symbols from its dependencies'
   int arch = kDefaultArch;
-  int fd = -1;  // the memfd holding the shared object
+  int fd = -1;                                    // the memfd holding the shared object
   std::map<std::uintptr_t, std::string> symbols;  // .symtab: offset from base -> name
   ~LoadedObject();
 };

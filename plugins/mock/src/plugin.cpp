@@ -185,7 +185,7 @@ class MockBackend final : public be::Backend {
               std::shared_ptr<spdlog::logger> log)
       : devices_(std::move(devices)),
         kernels_(std::make_shared<KernelEnv>()),
-        compiler_(compiler_settings(config.compiler, config.cache_dir), log) {
+        compiler_(compiler_settings(config.compiler, config.cache_dir, config.fission), log) {
     kernels_->log = std::move(log);
     // [mock] workers counts every thread running blocks, the launching queue's included.
     kernels_->workers = config.workers > 0 ? config.workers - 1 : -1;
