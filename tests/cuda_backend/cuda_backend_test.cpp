@@ -559,8 +559,18 @@ TEST_F(CudaBackend, LaunchesPassThePackedArgumentsAsKernelParams) {
   ASSERT_TRUE(saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024).ok());
   EXPECT_THAT(fake_log(), HasSubstr("cuFuncSetAttribute 8 65536"));
   EXPECT_TRUE(q->launch(d).ok());
+  // Attributes are asked of NVIDIA once, and again after a set_attribute.
+  fake_log();
+  int v = 0;
+  ASSERT_TRUE(saxpy->attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v).ok());
+  ASSERT_TRUE(saxpy->attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v).ok());
+  EXPECT_EQ(v, 64 * 1024);
+  EXPECT_EQ(count(fake_log(), "cuFuncGetAttribute 8"), 1);
   EXPECT_EQ(saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 20).native,
             CUDA_ERROR_INVALID_VALUE);  // NVIDIA's refusal passes through
+  ASSERT_TRUE(saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1000).ok());
+  ASSERT_TRUE(saxpy->attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v).ok());
+  EXPECT_EQ(v, 1000);
 
   be::LaunchDesc none;  // no parameters: kernelParams stays null
   none.function = m->function("empty");

@@ -546,6 +546,7 @@ FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, std::size_t i, std::size_t
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f) {
+  log("cuFuncGetAttribute " + std::to_string(a));
   switch (a) {
     case CU_FUNC_ATTRIBUTE_NUM_REGS:
       *v = 42;
