@@ -132,10 +132,13 @@ std::string compile_ptx() {
   int major = 0, minor = 0;
   check(cuInit(0), "cuInit", "cudamux");
   check(cuDeviceGet(&dev, 0), "cuDeviceGet", "cudamux");
-  check(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr", "cudamux");
-  check(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr", "cudamux");
+  check(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr",
+        "cudamux");
+  check(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr",
+        "cudamux");
   nvrtcProgram p{};
-  if (nvrtcCreateProgram(&p, kSource, "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) fail("nvrtcCreateProgram");
+  if (nvrtcCreateProgram(&p, kSource, "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    fail("nvrtcCreateProgram");
   const std::string arch = "--gpu-architecture=compute_" + std::to_string(major * 10 + minor);
   const char* opts[] = {arch.c_str(), "--fmad=false"};
   if (const nvrtcResult r = nvrtcCompileProgram(p, 2, opts); r != NVRTC_SUCCESS) {
@@ -204,7 +207,8 @@ struct Side {
     }
     saxpy_once();
     for (std::size_t i = 0; i < kSaxpyN; i += 4099) {
-      if (hout[i] != 2.0f * hx[i] + hy[i]) fail(std::string(s) + ": SAXPY result wrong at " + std::to_string(i));
+      if (hout[i] != 2.0f * hx[i] + hy[i])
+        fail(std::string(s) + ": SAXPY result wrong at " + std::to_string(i));
     }
   }
 
@@ -217,7 +221,8 @@ struct Side {
     std::size_t n = kSaxpyN;
     void* params[] = {&a, &x, &y, &out, &n};
     const unsigned blocks = static_cast<unsigned>((kSaxpyN + 255) / 256);
-    check(api.launch(saxpy, blocks, 1, 1, 256, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel", s);
+    check(api.launch(saxpy, blocks, 1, 1, 256, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel",
+          s);
     check(api.dtoh_async(hout, out, bytes, stream), "cuMemcpyDtoHAsync", s);
     check(api.stream_sync(stream), "cuStreamSynchronize", s);
   }
@@ -235,16 +240,15 @@ Side* nvidia() {
   }();
   return s;
 }
-Side* side(const benchmark::State& state) {
-  return state.range(0) == 0 ? &cudamux() : nvidia();
-}
+Side* side(const benchmark::State& state) { return state.range(0) == 0 ? &cudamux() : nvidia(); }
 
 void BM_Launch10k(benchmark::State& state) {
   Side* s = side(state);
   if (!s) return state.SkipWithError("no NVIDIA driver (CUDAMUX_BENCH_NVIDIA_DRIVER)");
   for (auto _ : state) {
     for (int i = 0; i < kLaunchesPerSync; ++i) {
-      check(s->api.launch(s->empty, 1, 1, 1, 1, 1, 1, 0, s->stream, nullptr, nullptr), "cuLaunchKernel", s->api.side);
+      check(s->api.launch(s->empty, 1, 1, 1, 1, 1, 1, 0, s->stream, nullptr, nullptr),
+            "cuLaunchKernel", s->api.side);
     }
     check(s->api.stream_sync(s->stream), "cuStreamSynchronize", s->api.side);
   }
@@ -281,8 +285,9 @@ void BM_Saxpy2e26(benchmark::State& state) {
 }
 
 // Arg 0: cudamux, 1: NVIDIA direct. Each side's pair runs back to back, 7 repetitions.
-#define CUDAMUX_GPU_BENCH(fn, ...) \
-  BENCHMARK(fn)->Arg(0)->Arg(1)->Repetitions(7)->ReportAggregatesOnly(true)->UseRealTime()__VA_ARGS__
+#define CUDAMUX_GPU_BENCH(fn, ...)                                                         \
+  BENCHMARK(fn)->Arg(0)->Arg(1)->Repetitions(7)->ReportAggregatesOnly(true)->UseRealTime() \
+      __VA_ARGS__
 CUDAMUX_GPU_BENCH(BM_Launch10k, ->Unit(benchmark::kMillisecond));
 CUDAMUX_GPU_BENCH(BM_StreamQuery);
 CUDAMUX_GPU_BENCH(BM_HtoDPinned256MiB, ->Unit(benchmark::kMillisecond));
@@ -297,7 +302,8 @@ class MedianReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& run : runs) {
       if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median" && run.iterations > 0)
-        ns_[run.run_name.function_name + "/" + run.run_name.args] = run.GetAdjustedRealTime() * unit(run.time_unit);
+        ns_[run.run_name.function_name + "/" + run.run_name.args] =
+            run.GetAdjustedRealTime() * unit(run.time_unit);
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -309,10 +315,14 @@ class MedianReporter : public benchmark::ConsoleReporter {
  private:
   static double unit(benchmark::TimeUnit u) {
     switch (u) {
-      case benchmark::kNanosecond: return 1.0;
-      case benchmark::kMicrosecond: return 1e3;
-      case benchmark::kMillisecond: return 1e6;
-      case benchmark::kSecond: return 1e9;
+      case benchmark::kNanosecond:
+        return 1.0;
+      case benchmark::kMicrosecond:
+        return 1e3;
+      case benchmark::kMillisecond:
+        return 1e6;
+      case benchmark::kSecond:
+        return 1e9;
     }
     return 1.0;
   }
@@ -341,8 +351,10 @@ int main(int argc, char** argv) {
     const double added = (a - b) / calls_per_iteration;
     const bool ok = speed >= 0.98 || added <= 50.0;
     all = all && ok;
-    std::printf("  %-32s %12.1f ns vs %12.1f ns: %6.3fx, %+8.1f ns per call (targets >= 0.98x, <= 50 ns) %s\n",
-                label, a, b, speed, added, ok ? "OK" : "MISSED");
+    std::printf(
+        "  %-32s %12.1f ns vs %12.1f ns: %6.3fx, %+8.1f ns per call (targets >= 0.98x, <= 50 ns) "
+        "%s\n",
+        label, a, b, speed, added, ok ? "OK" : "MISSED");
   };
   compare("launch empty kernel (per 10k)", "BM_Launch10k", kLaunchesPerSync);
   compare("cuStreamQuery (idle)", "BM_StreamQuery", 1);

@@ -461,7 +461,6 @@ TEST_F(CudaBackend, HostMemoryPassesFlagsThrough) {
                     HasSubstr("cuMemHostUnregister"), HasSubstr("cuMemAllocManaged 1")));
 }
 
-
 // --- modules and launches (issue 7) ---
 
 // The fake driver's module format (fake_nvidia.cpp): saxpy(int n, float a, float* x, float* y).
@@ -476,8 +475,8 @@ TEST_F(CudaBackend, ModulesMapOntoNvidiasCalls) {
   fake_log();
   std::unique_ptr<be::Module> m;
   ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
-  EXPECT_THAT(fake_log(), HasSubstr("cuModuleLoadData " + std::to_string(sizeof kFakeImage - 1) +
-                                    " bytes"));
+  EXPECT_THAT(fake_log(),
+              HasSubstr("cuModuleLoadData " + std::to_string(sizeof kFakeImage - 1) + " bytes"));
   // NVIDIA's answer to an image it does not recognise passes through.
   std::unique_ptr<be::Module> bad;
   EXPECT_EQ(c->load_module("not a module", bad).native, CUDA_ERROR_INVALID_IMAGE);
@@ -556,7 +555,8 @@ TEST_F(CudaBackend, LaunchesPassThePackedArgumentsAsKernelParams) {
   // Above 48 KiB of dynamic shared memory NVIDIA refuses until told; set_attribute tells it.
   d.shared_bytes = 64 * 1024;
   EXPECT_EQ(q->launch(d).native, CUDA_ERROR_INVALID_VALUE);
-  ASSERT_TRUE(saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024).ok());
+  ASSERT_TRUE(
+      saxpy->set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024).ok());
   EXPECT_THAT(fake_log(), HasSubstr("cuFuncSetAttribute 8 65536"));
   EXPECT_TRUE(q->launch(d).ok());
   // Attributes are asked of NVIDIA once, and again after a set_attribute.
@@ -672,13 +672,13 @@ TEST(NvrtcOptions, CompileOptionsBecomeNvrtcsLongOptions) {
   o.include_paths = {"/inc"};
   o.pre_includes = {"pre.h"};
   o.extra = {"--maxrregcount=32", "--ftz=true"};
-  EXPECT_EQ(cu::nvrtc_options(o),
-            (std::vector<std::string>{
-                "--gpu-architecture=sm_90", "--fmad=false", "--device-debug",
-                "--generate-line-info", "--device-as-default-execution-space",
-                "--relocatable-device-code=true", "--std=c++17", "--define-macro=N=4",
-                "--define-macro=EMPTY=", "--undefine-macro=OLD", "--include-path=/inc",
-                "--pre-include=pre.h", "--maxrregcount=32", "--ftz=true"}));
+  EXPECT_EQ(
+      cu::nvrtc_options(o),
+      (std::vector<std::string>{
+          "--gpu-architecture=sm_90", "--fmad=false", "--device-debug", "--generate-line-info",
+          "--device-as-default-execution-space", "--relocatable-device-code=true", "--std=c++17",
+          "--define-macro=N=4", "--define-macro=EMPTY=", "--undefine-macro=OLD",
+          "--include-path=/inc", "--pre-include=pre.h", "--maxrregcount=32", "--ftz=true"}));
   // An architecture variant arrives spelled out in extra and replaces the plain one.
   be::CompileOptions variant;
   variant.arch = 90;
@@ -751,7 +751,8 @@ TEST_F(NvidiaNvrtc, CompilesSaxpyToPtxWithHeadersDefinesAndNameExpressions) {
   EXPECT_THAT(archs, ::testing::Contains(90));
   EXPECT_TRUE(std::is_sorted(archs.begin(), archs.end()));
   be::CompileRequest r = request(kSaxpy);
-  r.headers = {{"scale.h", "#ifndef FACTOR\n#error FACTOR not defined\n#endif\n#define SCALE FACTOR\n"}};
+  r.headers = {
+      {"scale.h", "#ifndef FACTOR\n#error FACTOR not defined\n#endif\n#define SCALE FACTOR\n"}};
   r.options.defines = {{"FACTOR", "2.0f"}};
   r.name_expressions = {"axpy<float>", "&axpy<double>"};
   be::CompileResult out;
@@ -778,7 +779,9 @@ TEST_F(NvidiaNvrtc, RealArchitectureGivesACubin) {
   ASSERT_TRUE(c->compile(r, out).ok()) << out.log;
   ASSERT_TRUE(out.success) << out.log;
   ASSERT_GT(out.cubin.size(), 4u);
-  EXPECT_EQ(std::string(out.cubin.begin(), out.cubin.begin() + 4), "\x7f" "ELF");
+  EXPECT_EQ(std::string(out.cubin.begin(), out.cubin.begin() + 4),
+            "\x7f"
+            "ELF");
   ASSERT_FALSE(out.image.empty());
 }
 
@@ -802,15 +805,16 @@ TEST_F(NvidiaNvrtc, ProgramErrorsAreAFailedResultWithNvidiasLog) {
 
 TEST_F(CudaBackend, NoNvrtcMeansNoCompilerAndSaysWhereItLooked) {
   TempDir t;
-  be::Backend* b = create("search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc_search_path = [\"" +
-                          t.path().string() + "\", \"" +
-                          standin("notnvidia").parent_path().string() + "\"]\n");
+  be::Backend* b =
+      create("search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc_search_path = [\"" +
+             t.path().string() + "\", \"" + standin("notnvidia").parent_path().string() + "\"]\n");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->compiler(), nullptr);
   EXPECT_EQ(b->compiler(), nullptr);  // looked for once
   EXPECT_EQ(count(log_.str(), "no NVIDIA NVRTC found"), 1);
-  EXPECT_THAT(log_.str(), AllOf(HasSubstr((t.path() / "libnvrtc.so.13").string() + ": does not exist"),
-                                HasSubstr("is not NVIDIA's NVRTC")));
+  EXPECT_THAT(log_.str(),
+              AllOf(HasSubstr((t.path() / "libnvrtc.so.13").string() + ": does not exist"),
+                    HasSubstr("is not NVIDIA's NVRTC")));
   std::string error;
   EXPECT_EQ(create("nvrtc = \"relative/libnvrtc.so.13\"", &error), nullptr);
   EXPECT_THAT(error, HasSubstr("test.toml:1:9: [cuda] key 'nvrtc': \"relative/libnvrtc.so.13\" is "
@@ -825,13 +829,13 @@ TEST(ThroughLibnvrtc, OurLibnvrtcCompilesWithNvidiasNvrtcOnTheCudaBackend) {
   const cu::NvrtcSearchResult found = cu::search_nvrtc(cu::default_nvrtc_search_dirs());
   if (!found.nvrtc) GTEST_SKIP() << "no NVIDIA NVRTC found (no CUDA toolkit here)";
   // No driver at all: NVRTC needs none (cuInit is never called).
-  const ProbeRun r = run_probe("search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc = \"" +
-                                   found.nvrtc->path + "\"\n",
-                               "info", "", "cuda_backend_nvrtc_probe");
-  EXPECT_THAT(r.output, AllOf(HasSubstr("compile NVRTC_SUCCESS"), HasSubstr("ptx entry saxpy yes"),
-                              HasSubstr("lowered _Z4axpyIfEvT_PKS0_PS0_i"),
-                              HasSubstr("bad compile NVRTC_ERROR_COMPILATION"),
-                              HasSubstr("undeclared")))
+  const ProbeRun r = run_probe(
+      "search_path = [\"/nonexistent-cudamux-dir\"]\nnvrtc = \"" + found.nvrtc->path + "\"\n",
+      "info", "", "cuda_backend_nvrtc_probe");
+  EXPECT_THAT(r.output,
+              AllOf(HasSubstr("compile NVRTC_SUCCESS"), HasSubstr("ptx entry saxpy yes"),
+                    HasSubstr("lowered _Z4axpyIfEvT_PKS0_PS0_i"),
+                    HasSubstr("bad compile NVRTC_ERROR_COMPILATION"), HasSubstr("undeclared")))
       << r.output;
 }
 

@@ -574,8 +574,8 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
                                     CUstream, void** params, void** extra) {
   return launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, params, extra);
 }
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy,
-                                               unsigned gz, unsigned bx, unsigned by, unsigned bz,
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                               unsigned bx, unsigned by, unsigned bz,
                                                unsigned shared, CUstream, void** params) {
   return launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, params, nullptr);
 }

@@ -42,7 +42,8 @@ int main() {
     nvrtcGetPTXSize(p, &n);
     std::string ptx(n, '\0');
     nvrtcGetPTX(p, ptx.data());
-    std::printf("ptx entry saxpy %s\n", ptx.find(".entry saxpy") != std::string::npos ? "yes" : "no");
+    std::printf("ptx entry saxpy %s\n",
+                ptx.find(".entry saxpy") != std::string::npos ? "yes" : "no");
     const char* lowered = nullptr;
     nvrtcGetLoweredName(p, "axpy<float>", &lowered);
     std::printf("lowered %s\n", lowered ? lowered : "(none)");

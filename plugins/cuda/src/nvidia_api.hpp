@@ -8,42 +8,40 @@ namespace cudamux::cuda {
 
 // Every function the backend calls, by its exported (versioned) name. A library that
 // lacks one of these is not a usable NVIDIA driver.
-#define CUDAMUX_NVIDIA_FUNCTIONS(X)                                                               \
-  X(cuInit)                                                                                       \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)  \
-      X(cuDeviceGetName) X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute)     \
-          X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)    \
-              X(cuDevicePrimaryCtxSetFlags_v2) X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4)    \
-                  X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2)  \
-                      X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)         \
-                          X(cuMemAllocManaged) X(cuMemHostRegister_v2) X(cuMemHostUnregister)     \
-                              X(cuMemHostGetDevicePointer_v2) X(cuStreamCreateWithPriority)       \
-                                  X(cuStreamDestroy_v2) X(cuStreamQuery) X(cuStreamSynchronize)   \
-                                      X(cuStreamWaitEvent) X(cuLaunchHostFunc) X(cuEventCreate)   \
-                                          X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventQuery)   \
-                                              X(cuEventSynchronize) X(cuEventElapsedTime_v2)      \
-                                                  X(cuMemcpyAsync) X(cuMemcpy2DAsync_v2)          \
-                                                      X(cuMemcpy3DAsync_v2) X(cuMemsetD8Async)    \
-                                                          X(cuMemsetD16Async) X(cuMemsetD32Async) \
-                                                              X(cuMemsetD2D8Async)                \
-                                                                  X(cuMemsetD2D16Async)           \
-                                                                      X(cuMemsetD2D32Async)      \
-  CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)
+#define CUDAMUX_NVIDIA_FUNCTIONS(X)                                                                \
+  X(cuInit)                                                                                        \
+  X(cuDriverGetVersion)                                                                            \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(   \
+      cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)  \
+      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
+          X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)    \
+              X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)            \
+                  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged) X(cuMemHostRegister_v2)  \
+                      X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2)                       \
+                          X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) X(cuStreamQuery)     \
+                              X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuLaunchHostFunc)      \
+                                  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(        \
+                                      cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
+                                      X(cuMemcpyAsync) X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2) \
+                                          X(cuMemsetD8Async) X(cuMemsetD16Async)                   \
+                                              X(cuMemsetD32Async) X(cuMemsetD2D8Async)             \
+                                                  X(cuMemsetD2D16Async) X(cuMemsetD2D32Async)      \
+                                                      CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)
 
 // Modules and launches (issue 7). cuModuleEnumerateFunctions and cuFuncGetParamInfo
 // arrived with CUDA 12.4: older drivers are refused (cudamux presents CUDA 13.0).
-#define CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)                                                   \
-  X(cuModuleLoadData)                                                                        \
-  X(cuModuleUnload)                                                                          \
-  X(cuModuleGetFunction)                                                                     \
-  X(cuModuleGetGlobal_v2)                                                                    \
-  X(cuModuleGetFunctionCount)                                                                \
-  X(cuModuleEnumerateFunctions)                                                              \
-  X(cuFuncGetName)                                                                           \
-  X(cuFuncGetParamInfo)                                                                      \
-  X(cuFuncGetAttribute)                                                                      \
-  X(cuFuncSetAttribute)                                                                      \
-  X(cuLaunchKernel)                                                                          \
+#define CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X) \
+  X(cuModuleLoadData)                      \
+  X(cuModuleUnload)                        \
+  X(cuModuleGetFunction)                   \
+  X(cuModuleGetGlobal_v2)                  \
+  X(cuModuleGetFunctionCount)              \
+  X(cuModuleEnumerateFunctions)            \
+  X(cuFuncGetName)                         \
+  X(cuFuncGetParamInfo)                    \
+  X(cuFuncGetAttribute)                    \
+  X(cuFuncSetAttribute)                    \
+  X(cuLaunchKernel)                        \
   X(cuLaunchCooperativeKernel)
 
 struct NvidiaApi {

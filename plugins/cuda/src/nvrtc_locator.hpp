@@ -15,12 +15,13 @@ namespace cudamux::cuda {
 inline constexpr const char* kNvrtcFileName = "libnvrtc.so.13";
 inline constexpr const char* kNvrtcIdentitySection = ".note.cudamux.libnvrtc";
 
-#define CUDAMUX_NVRTC_FUNCTIONS(X)                                                             \
-  X(nvrtcGetErrorString)                                                                       \
-  X(nvrtcVersion) X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs) X(nvrtcCreateProgram) \
-      X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetPTXSize) X(nvrtcGetPTX)          \
-          X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetProgramLogSize)                      \
-              X(nvrtcGetProgramLog) X(nvrtcAddNameExpression) X(nvrtcGetLoweredName)
+#define CUDAMUX_NVRTC_FUNCTIONS(X)                                                              \
+  X(nvrtcGetErrorString)                                                                        \
+  X(nvrtcVersion)                                                                               \
+  X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs) X(nvrtcCreateProgram)                  \
+      X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetPTXSize) X(nvrtcGetPTX)           \
+          X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) \
+              X(nvrtcAddNameExpression) X(nvrtcGetLoweredName)
 
 struct NvrtcApi {
 #define CUDAMUX_NVRTC_MEMBER(name) decltype(&::name) name = nullptr;
