@@ -459,6 +459,29 @@ TEST_F(Hip, CodeObjectReaderSurvivesCorruption) {
     (void)cudamux::hip::parse_code_object(bad.data(), bad.size(), why);
     (void)cudamux::hip::hiprtc_lowered_name(bad.data(), bad.size(), 1);
   }
+  // The same code object inside a clang offload bundle (what hipcc --genco writes).
+  const std::string magic = "__CLANG_OFFLOAD_BUNDLE__", id = "hipv4-amdgcn-amd-amdhsa--gfx90a";
+  std::vector<unsigned char> bundle(magic.begin(), magic.end());
+  auto put = [&](std::uint64_t v) {
+    for (int b = 0; b < 8; ++b) bundle.push_back(static_cast<unsigned char>(v >> (8 * b)));
+  };
+  const std::uint64_t offset = 4096;
+  put(1);
+  put(offset);
+  put(image.size());
+  put(id.size());
+  bundle.insert(bundle.end(), id.begin(), id.end());
+  bundle.resize(offset, 0);
+  bundle.insert(bundle.end(), image.begin(), image.end());
+  const auto bundle_size = cudamux::hip::image_size(bundle.data(), why);
+  ASSERT_TRUE(bundle_size) << why;
+  EXPECT_EQ(*bundle_size, bundle.size());
+  const auto from_bundle = cudamux::hip::parse_code_object(bundle.data(), bundle.size(), why);
+  ASSERT_TRUE(from_bundle) << why;
+  EXPECT_EQ(from_bundle->kernels.at(0).name, "saxpy");
+  for (std::size_t cut = 0; cut < 200; ++cut)
+    (void)cudamux::hip::parse_code_object(bundle.data(), cut, why);
+
   std::vector<unsigned char> not_elf(64, 0x41);
   EXPECT_FALSE(cudamux::hip::image_size(not_elf.data(), why));
   EXPECT_FALSE(cudamux::hip::parse_code_object(not_elf.data(), not_elf.size(), why));

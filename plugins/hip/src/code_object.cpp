@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -12,6 +13,8 @@ namespace {
 constexpr char kBundleMagic[] = "__CLANG_OFFLOAD_BUNDLE__";
 constexpr std::size_t kBundleMagicLen = sizeof kBundleMagic - 1;
 constexpr unsigned kNtAmdgpuMetadata = 32;
+// cuModuleLoadData gets no size: a header claiming more than this is corrupt, not read.
+constexpr std::size_t kMaxImageBytes = std::size_t{1} << 30;
 
 template <class T>
 T load(const unsigned char* p) {
@@ -41,9 +44,14 @@ bool is_amdgpu_elf(const unsigned char* p, std::string& why) {
 std::size_t elf_size(const unsigned char* p) {
   Elf64_Ehdr h;
   std::memcpy(&h, p, sizeof h);
+  // Saturating: a corrupt header gives a huge size, which image_size rejects.
+  auto span_end = [](std::uint64_t off, std::uint64_t n, std::uint64_t entry) -> std::size_t {
+    if (off > kMaxImageBytes || n * entry > kMaxImageBytes) return SIZE_MAX;
+    return off + n * entry;
+  };
   std::size_t end = sizeof h;
-  end = std::max<std::size_t>(end, h.e_phoff + std::size_t{h.e_phnum} * h.e_phentsize);
-  end = std::max<std::size_t>(end, h.e_shoff + std::size_t{h.e_shnum} * h.e_shentsize);
+  end = std::max(end, span_end(h.e_phoff, h.e_phnum, h.e_phentsize));
+  end = std::max(end, span_end(h.e_shoff, h.e_shnum, h.e_shentsize));
   return end;  // sections' contents lie before the section header table (lld, clang)
 }
 
@@ -53,7 +61,13 @@ struct BundleEntry {
 };
 
 // Reads the bundle's entry table. The header is trusted only as far as it is consistent.
-std::optional<std::vector<BundleEntry>> bundle_entries(const unsigned char* p, std::string& why) {
+// `limit`: bytes known to be readable (SIZE_MAX when the caller does not know).
+std::optional<std::vector<BundleEntry>> bundle_entries(const unsigned char* p, std::size_t limit,
+                                                       std::string& why) {
+  if (limit < kBundleMagicLen + 8) {
+    why = "truncated offload bundle";
+    return std::nullopt;
+  }
   const auto n = load<std::uint64_t>(p + kBundleMagicLen);
   if (n == 0 || n > 1024) {
     why = "offload bundle with " + std::to_string(n) + " entries";
@@ -62,9 +76,13 @@ std::optional<std::vector<BundleEntry>> bundle_entries(const unsigned char* p, s
   std::vector<BundleEntry> out;
   const unsigned char* q = p + kBundleMagicLen + 8;
   for (std::uint64_t i = 0; i < n; ++i) {
+    if (static_cast<std::size_t>(q - p) + 24 > limit) {
+      why = "truncated offload bundle";
+      return std::nullopt;
+    }
     BundleEntry e{load<std::uint64_t>(q), load<std::uint64_t>(q + 8), {}};
     const auto len = load<std::uint64_t>(q + 16);
-    if (len > 4096) {
+    if (len > 4096 || static_cast<std::size_t>(q - p) + 24 + len > limit) {
       why = "offload bundle entry id too long";
       return std::nullopt;
     }
@@ -272,8 +290,8 @@ std::optional<CodeObject> parse_elf(const unsigned char* p, std::size_t size, st
   std::memcpy(&h, p, sizeof h);
   CodeObject co;
   co.size = size;
-  if (h.e_shentsize != sizeof(Elf64_Shdr) ||
-      h.e_shoff + std::size_t{h.e_shnum} * sizeof(Elf64_Shdr) > size) {
+  if (h.e_shentsize != sizeof(Elf64_Shdr) || h.e_shoff > size ||
+      std::size_t{h.e_shnum} * sizeof(Elf64_Shdr) > size - h.e_shoff) {
     why = "ELF section table out of bounds";
     return std::nullopt;
   }
@@ -288,13 +306,14 @@ std::optional<CodeObject> parse_elf(const unsigned char* p, std::size_t size, st
     }
     const unsigned char* q = p + s.sh_offset;
     const unsigned char* end = q + s.sh_size;
-    while (end - q >= static_cast<std::ptrdiff_t>(sizeof(Elf64_Nhdr))) {
+    while (static_cast<std::size_t>(end - q) >= sizeof(Elf64_Nhdr)) {
       Elf64_Nhdr n;
       std::memcpy(&n, q, sizeof n);
-      const std::size_t name_len = (n.n_namesz + 3u) & ~3u;
-      const std::size_t desc_len = (n.n_descsz + 3u) & ~3u;
+      const std::size_t name_len = (std::size_t{n.n_namesz} + 3u) & ~std::size_t{3};
+      const std::size_t desc_len = (std::size_t{n.n_descsz} + 3u) & ~std::size_t{3};
+      const auto left = static_cast<std::size_t>(end - q) - sizeof n;
+      if (name_len > left || n.n_descsz > left - name_len) break;
       const unsigned char* desc = q + sizeof n + name_len;
-      if (desc > end || n.n_descsz > static_cast<std::size_t>(end - desc)) break;
       if (n.n_type == kNtAmdgpuMetadata && n.n_namesz >= 6 &&
           std::memcmp(q + sizeof n, "AMDGPU", 6) == 0) {
         if (!read_metadata(desc, n.n_descsz, co, why)) return std::nullopt;
@@ -392,20 +411,31 @@ std::optional<std::size_t> image_size(const void* image, std::string& why) {
   }
   const auto* p = static_cast<const unsigned char*>(image);
   if (std::memcmp(p, kBundleMagic, 4) == 0 && std::memcmp(p, kBundleMagic, kBundleMagicLen) == 0) {
-    auto entries = bundle_entries(p, why);
+    auto entries = bundle_entries(p, SIZE_MAX, why);
     if (!entries) return std::nullopt;
     std::size_t end = 0;
-    for (const auto& e : *entries) end = std::max<std::size_t>(end, e.offset + e.size);
+    for (const auto& e : *entries) {
+      if (e.offset > kMaxImageBytes || e.size > kMaxImageBytes - e.offset) {
+        why = "offload bundle entry out of range";
+        return std::nullopt;
+      }
+      end = std::max<std::size_t>(end, e.offset + e.size);
+    }
     return end;
   }
   if (!is_amdgpu_elf(p, why)) return std::nullopt;
-  return elf_size(p);
+  const std::size_t size = elf_size(p);
+  if (size > kMaxImageBytes) {
+    why = "ELF header describes an implausible size (" + std::to_string(size) + " bytes)";
+    return std::nullopt;
+  }
+  return size;
 }
 
 std::optional<CodeObject> parse_code_object(const unsigned char* bytes, std::size_t size,
                                             std::string& why) {
   if (size >= kBundleMagicLen && std::memcmp(bytes, kBundleMagic, kBundleMagicLen) == 0) {
-    auto entries = bundle_entries(bytes, why);
+    auto entries = bundle_entries(bytes, size, why);
     if (!entries) return std::nullopt;
     for (const auto& e : *entries) {
       if (e.id.find("amdgcn") == std::string::npos || e.offset > size || e.size > size - e.offset)

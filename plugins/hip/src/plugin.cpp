@@ -231,6 +231,11 @@ hipMemcpyKind copy_kind(const be::CopyDesc& d) {
   return k ? static_cast<hipMemcpyKind>(*k) : hipMemcpyDefault;
 }
 
+// Rows between 2D slices of a 3D copy (HIP's pitched pointers count rows, not bytes).
+std::size_t rows_per_slice(std::size_t slice, std::size_t pitch, std::size_t height) {
+  return pitch != 0 ? slice / pitch : height;
+}
+
 struct HostCall {
   void (*fn)(void*);
   void* user;
@@ -275,8 +280,9 @@ class HipQueue final : public be::Queue {
     }
     hipMemcpy3DParms p{};
     p.srcPtr = hipPitchedPtr{const_cast<void*>(d.src), d.src_pitch, d.width_bytes,
-                             d.src_slice / d.src_pitch};
-    p.dstPtr = hipPitchedPtr{d.dst, d.dst_pitch, d.width_bytes, d.dst_slice / d.dst_pitch};
+                             rows_per_slice(d.src_slice, d.src_pitch, d.height)};
+    p.dstPtr = hipPitchedPtr{d.dst, d.dst_pitch, d.width_bytes,
+                             rows_per_slice(d.dst_slice, d.dst_pitch, d.height)};
     p.extent = hipExtent{d.width_bytes, d.height, d.depth};
     p.kind = kind;
     return status(api_.hipMemcpy3DAsync(&p, stream_));
