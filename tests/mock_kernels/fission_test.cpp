@@ -414,5 +414,29 @@ extern "C" __global__ void k(const int* in, int* out, int n) {
   EXPECT_EQ(bad.rc, CUDA_ERROR_ASSERT);
 }
 
+TEST_F(MockFission, ImageForAnotherCpuIsRefusedNotRun) {
+  // Modules are built with -march=native: an image from another CPU must not load (it could
+  // die with SIGILL), it gets CUDA_ERROR_NO_BINARY_FOR_GPU and a log line.
+  Created c = create_backend("[mock]\nmemory = 268435456\n");
+  ASSERT_TRUE(c.backend) << c.error;
+  std::unique_ptr<be::DeviceContext> ctx;
+  ASSERT_EQ(cu(c.backend->open_context(0, 0, ctx)), CUDA_SUCCESS);
+  be::CompileRequest r;
+  r.source = "extern \"C\" __global__ void k(int* p) { p[threadIdx.x] = 1; }\n";
+  r.name = "cpu.cu";
+  be::CompileResult res;
+  ASSERT_TRUE(c.backend->compiler()->compile(r, res).ok());
+  ASSERT_TRUE(res.success) << res.log;
+  std::string image(res.image.data());
+  const auto at = image.find(" cpu=");
+  ASSERT_NE(at, std::string::npos) << image.substr(0, 80);
+  std::unique_ptr<be::Module> m;
+  EXPECT_EQ(cu(ctx->load_module(image.c_str(), m)), CUDA_SUCCESS);
+  m.reset();
+  image[at + 5] = image[at + 5] == '0' ? '1' : '0';
+  EXPECT_EQ(cu(ctx->load_module(image.c_str(), m)), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_NE(c.log->str().find("compiled for another CPU"), std::string::npos) << c.log->str();
+}
+
 }  // namespace
 }  // namespace cudamux::mock::test

@@ -817,6 +817,15 @@ const std::string& cpu_identity() {
 
 }  // namespace
 
+const std::string& host_cpu_tag() {
+  static const std::string tag = [] {
+    Hasher h;
+    h.add(cpu_identity());
+    return h.digest().substr(0, 16);
+  }();
+  return tag;
+}
+
 DeviceFiles device_files() {
   static const DeviceFiles files = [] {
     DeviceFiles f;
@@ -1030,8 +1039,8 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
 
   const std::string so = read_file(dir / "module.so");
   std::string image = std::string(kImageHeader) + " arch=" + std::to_string(arch) +
-                      " program=" + std::to_string(request.source.size()) + "\n" + base64(so) +
-                      "\n";
+                      " program=" + std::to_string(request.source.size()) +
+                      " cpu=" + host_cpu_tag() + "\n" + base64(so) + "\n";
   result.image.assign(image.begin(), image.end());
   result.image.push_back('\0');
 

@@ -38,6 +38,10 @@ struct DeviceFiles {
 };
 DeviceFiles device_files();
 
+// A short tag of the host CPU (vendor, family, model, flags). Modules are built with
+// -march=native: images carry the tag and load only where it matches (no SIGILL elsewhere).
+const std::string& host_cpu_tag();
+
 struct CompilerSettings {
   std::string compiler;   // "g++" unless [mock] compiler / CUDAMUX_MOCK_CXX say otherwise
   std::string cache_dir;  // empty: caching off

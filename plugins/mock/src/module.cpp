@@ -57,14 +57,17 @@ std::map<std::uintptr_t, std::string> symbol_table(const std::string& so) {
   std::vector<ElfW(Shdr)> sh(eh.e_shnum);
   std::memcpy(sh.data(), so.data() + eh.e_shoff, sh.size() * sizeof(ElfW(Shdr)));
   for (const auto& s : sh) {
-    if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size() || s.sh_entsize != sizeof(ElfW(Sym))) continue;
+    if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size() || s.sh_entsize != sizeof(ElfW(Sym)))
+      continue;
     const auto& str = sh[s.sh_link];
     if (s.sh_offset + s.sh_size > so.size() || str.sh_offset + str.sh_size > so.size()) continue;
     for (std::uint64_t off = 0; off + sizeof(ElfW(Sym)) <= s.sh_size; off += sizeof(ElfW(Sym))) {
       ElfW(Sym) sym;
       std::memcpy(&sym, so.data() + s.sh_offset + off, sizeof sym);
       const auto type = ELF64_ST_TYPE(sym.st_info);
-      if ((type != STT_FUNC && type != STT_OBJECT) || sym.st_value == 0 || sym.st_name >= str.sh_size) continue;
+      if ((type != STT_FUNC && type != STT_OBJECT) || sym.st_value == 0 ||
+          sym.st_name >= str.sh_size)
+        continue;
       const char* name = so.data() + str.sh_offset + sym.st_name;
       const std::size_t len = ::strnlen(name, str.sh_size - sym.st_name);
       auto& slot = names[sym.st_value];
@@ -84,7 +87,8 @@ class MockModule final : public be::Module {
       const cudamux_kernel_desc* k = d->kernels[i];
       if (k == nullptr || k->fn == nullptr) continue;
       std::string name;
-      const auto at = object_->symbols.find(reinterpret_cast<std::uintptr_t>(k->fn) - object_->base);
+      const auto at =
+          object_->symbols.find(reinterpret_cast<std::uintptr_t>(k->fn) - object_->base);
       if (at != object_->symbols.end()) {
         name = at->second;
       } else {
@@ -199,32 +203,53 @@ be::Status load_module_image(const void* image, spdlog::logger& log,
   const auto* text = static_cast<const char*>(image);
   if (std::strncmp(text, kImageHeader.data(), kImageHeader.size()) != 0) {
     const auto* bytes = static_cast<const unsigned char*>(image);
-    const bool elf = std::memcmp(bytes, "\x7f" "ELF", 4) == 0;
+    const bool elf = std::memcmp(bytes,
+                                 "\x7f"
+                                 "ELF",
+                                 4) == 0;
     const bool fatbin = std::memcmp(bytes, "\x50\xed\x55\xba", 4) == 0 ||
                         std::memcmp(bytes, "\x46\x43\x81\x46", 4) == 0;
     std::string_view start(text, ::strnlen(text, 4096));
     const bool ptx = start.find(".version") != std::string_view::npos ||
                      start.find(".target") != std::string_view::npos;
     if (elf || fatbin) {
-      log.error("mock backend: module image is an NVIDIA {}: the mock runs only modules compiled by "
-                "cudamux's NVRTC", elf ? "cubin" : "fatbin");
+      log.error(
+          "mock backend: module image is an NVIDIA {}: the mock runs only modules compiled by "
+          "cudamux's NVRTC",
+          elf ? "cubin" : "fatbin");
       return status(CUDA_ERROR_NO_BINARY_FOR_GPU);
     }
     if (ptx) {
-      log.error("mock backend: module image is NVIDIA PTX: the mock runs only modules compiled by "
-                "cudamux's NVRTC (libnvrtc.so.13 from cudamux)");
+      log.error(
+          "mock backend: module image is NVIDIA PTX: the mock runs only modules compiled by "
+          "cudamux's NVRTC (libnvrtc.so.13 from cudamux)");
       return status(CUDA_ERROR_INVALID_PTX);
     }
-    log.error("mock backend: not a module image (expected a text starting with \"{}\")", kImageHeader);
+    log.error("mock backend: not a module image (expected a text starting with \"{}\")",
+              kImageHeader);
     return status(CUDA_ERROR_INVALID_IMAGE);
   }
   const char* nl = std::strchr(text, '\n');
   if (nl == nullptr) return status(CUDA_ERROR_INVALID_IMAGE);
   int arch = kDefaultArch;
   const std::string header(text, nl);
-  if (const auto p = header.find(" arch="); p != std::string::npos) arch = std::atoi(header.c_str() + p + 6);
+  if (const auto p = header.find(" arch="); p != std::string::npos)
+    arch = std::atoi(header.c_str() + p + 6);
+  if (const auto p = header.find(" cpu="); p != std::string::npos) {
+    const std::string tag = header.substr(p + 5, header.find(' ', p + 5) - (p + 5));
+    if (tag != host_cpu_tag()) {
+      log.error(
+          "mock backend: module image was compiled for another CPU (tag {}, this host {}); "
+          "recompile it on this machine",
+          tag, host_cpu_tag());
+      return status(CUDA_ERROR_NO_BINARY_FOR_GPU);
+    }
+  }
   std::string so;
-  if (!decode_base64(nl + 1, so) || so.size() < 64 || so.compare(0, 4, "\x7f" "ELF") != 0) {
+  if (!decode_base64(nl + 1, so) || so.size() < 64 ||
+      so.compare(0, 4,
+                 "\x7f"
+                 "ELF") != 0) {
     log.error("mock backend: module image is damaged (bad encoding)");
     return status(CUDA_ERROR_INVALID_IMAGE);
   }
