@@ -2,15 +2,24 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
 #include <spdlog/logger.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/dll/shared_library.hpp>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "cudamux/log.hpp"
@@ -85,6 +94,82 @@ std::string loader_message(const std::exception& e) {
   }
   return std::string(what.substr(begin + kPrefix.size(), end - begin - kPrefix.size()));
 }
+
+// ---- cudamux_backend_create under watch (issue 9) -------------------------------------
+// A plugin that hangs in its init must not hang the program's cuInit: create() runs on a
+// thread of its own and the caller waits at most CUDAMUX_PLUGIN_INIT_TIMEOUT seconds
+// (default 120; 0 = no limit, called on the caller's thread). A timed-out thread cannot be
+// cancelled safely: it is abandoned (detached; its state is shared, so a late return is
+// harmless) and cuInit fails. A plugin that crashes in its init takes the process down,
+// as a crashing driver does; a handler installed only around create() first writes one
+// line naming the plugin to stderr, then lets the previous disposition act.
+
+constexpr int kDefaultInitTimeoutS = 120;
+
+int init_timeout_seconds(std::shared_ptr<spdlog::logger>& logger) {
+  const char* v = std::getenv("CUDAMUX_PLUGIN_INIT_TIMEOUT");
+  if (v == nullptr || *v == '\0') return kDefaultInitTimeoutS;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || *end != '\0' || n < 0 || n > 86400) {
+    logger->warn("CUDAMUX_PLUGIN_INIT_TIMEOUT='{}' is not a number of seconds (0..86400); using {}",
+                 v, kDefaultInitTimeoutS);
+    return kDefaultInitTimeoutS;
+  }
+  return static_cast<int>(n);
+}
+
+// The message the crash handler writes: built before create() runs, since the handler
+// may only call async-signal-safe functions.
+char g_crash_message[1024];
+std::size_t g_crash_message_len = 0;
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction g_previous[std::size(kCrashSignals)];
+
+void on_crash_in_create(int sig) {
+  [[maybe_unused]] ssize_t w = ::write(STDERR_FILENO, g_crash_message, g_crash_message_len);
+  for (std::size_t i = 0; i < std::size(kCrashSignals); ++i) {
+    if (kCrashSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  }
+  // Pending until this handler returns (the signal is blocked meanwhile); then the
+  // previous handler or the default action (core dump) takes it.
+  ::raise(sig);
+}
+
+class CrashNotice {
+ public:
+  explicit CrashNotice(const std::string& file) {
+    const std::string msg = "cudamux: fatal: backend plugin " + file +
+                            " crashed in cudamux_backend_create (its initialisation); the "
+                            "process cannot continue\n";
+    g_crash_message_len = std::min(msg.size(), sizeof g_crash_message);
+    std::memcpy(g_crash_message, msg.data(), g_crash_message_len);
+    struct sigaction sa {};
+    sa.sa_handler = on_crash_in_create;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    for (std::size_t i = 0; i < std::size(kCrashSignals); ++i) {
+      ::sigaction(kCrashSignals[i], &sa, &g_previous[i]);
+    }
+  }
+  ~CrashNotice() {
+    for (std::size_t i = 0; i < std::size(kCrashSignals); ++i) {
+      ::sigaction(kCrashSignals[i], &g_previous[i], nullptr);
+    }
+  }
+  CrashNotice(const CrashNotice&) = delete;
+  CrashNotice& operator=(const CrashNotice&) = delete;
+};
+
+struct CreateCall {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  backend::Backend* backend = nullptr;
+  std::string error;
+  std::exception_ptr exception;
+};
 
 }  // namespace
 
@@ -166,7 +251,8 @@ NvidiaGpuProbe probe_nvidia_gpu(const std::string& root) {
 
 AutoChoice choose_auto(const AmdGpuProbe& amd, bool hip_plugin, const NvidiaGpuProbe& nvidia,
                        bool cuda_plugin) {
-  if (amd.present && hip_plugin) return {"hip", "auto: AMD GPU found (" + amd.detail + "), using hip"};
+  if (amd.present && hip_plugin)
+    return {"hip", "auto: AMD GPU found (" + amd.detail + "), using hip"};
   if (amd.present) {
     return {"mock",
             "auto: AMD GPU found (" + amd.detail + ") but no " + plugin_file_name("hip") +
@@ -179,8 +265,8 @@ AutoChoice choose_auto(const AmdGpuProbe& amd, bool hip_plugin, const NvidiaGpuP
   }
   if (nvidia.present) {
     return {"mock",
-            no_amd + "NVIDIA GPU found (" + nvidia.detail + ") but no " +
-                plugin_file_name("cuda") + " in the plugin search path, using mock",
+            no_amd + "NVIDIA GPU found (" + nvidia.detail + ") but no " + plugin_file_name("cuda") +
+                " in the plugin search path, using mock",
             true};
   }
   return {"mock", no_amd + "no NVIDIA GPU found (" + nvidia.detail + "), using mock"};
@@ -270,13 +356,58 @@ LoadedBackend load_backend(const config::Settings& settings,
     h->config = std::make_unique<toml::table>(*table);
   }
   const backend::PluginHost host{backend::kAbiVersion, logger, h->config.get(), settings.source};
+  const int timeout_s = init_timeout_seconds(logger);
+  auto call = std::make_shared<CreateCall>();
+  auto run_create = [call, create, host] {
+    backend::Backend* b = nullptr;
+    std::string err;
+    std::exception_ptr ex;
+    try {
+      b = create(host, err);
+    } catch (...) {
+      ex = std::current_exception();
+    }
+    std::lock_guard lock(call->mutex);
+    call->backend = b;
+    call->error = std::move(err);
+    call->exception = ex;
+    call->done = true;
+    call->done_cv.notify_all();
+  };
+  {
+    CrashNotice notice(result.file);
+    if (timeout_s == 0) {
+      run_create();
+    } else {
+      std::thread(run_create).detach();
+      std::unique_lock lock(call->mutex);
+      if (!call->done_cv.wait_for(lock, std::chrono::seconds(timeout_s),
+                                  [&] { return call->done; })) {
+        // A late crash of the abandoned thread gets the previous disposition (restored
+        // when `notice` goes out of scope).
+        throw PluginError(from + "cudamux_backend_create did not return within " +
+                          std::to_string(timeout_s) +
+                          " s (CUDAMUX_PLUGIN_INIT_TIMEOUT; 0 waits forever); its thread is "
+                          "abandoned" +
+                          searched);
+      }
+    }
+  }
   std::string error;
-  try {
-    h->backend = create(host, error);
-  } catch (const std::exception& e) {
-    throw PluginError(from + "cudamux_backend_create threw: " + e.what() + searched);
-  } catch (...) {
-    throw PluginError(from + "cudamux_backend_create threw a non-standard exception" + searched);
+  {
+    std::lock_guard lock(call->mutex);
+    h->backend = call->backend;
+    error = call->error;
+    if (call->exception) {
+      try {
+        std::rethrow_exception(call->exception);
+      } catch (const std::exception& e) {
+        throw PluginError(from + "cudamux_backend_create threw: " + e.what() + searched);
+      } catch (...) {
+        throw PluginError(from + "cudamux_backend_create threw a non-standard exception" +
+                          searched);
+      }
+    }
   }
   if (h->backend == nullptr) {
     throw PluginError(from + "the plugin failed to start: " +
