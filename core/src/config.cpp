@@ -128,6 +128,12 @@ std::string read_text(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     throw ConfigError("cannot read config file '" + path + "': is a directory");
   }
+  // Opening a FIFO for reading blocks until a writer comes, possibly forever; sockets
+  // cannot be opened at all. Character devices stay allowed: /dev/null means "defaults".
+  if (fs::is_fifo(path, ec) || fs::is_socket(path, ec)) {
+    throw ConfigError("cannot read config file '" + path + "': not a regular file (a " +
+                      (fs::is_fifo(path, ec) ? "FIFO" : "socket") + ")");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read config file '" + path + "': " + std::strerror(errno));
