@@ -61,7 +61,7 @@ def main():
     assert (b.view(np.uint32) == 7).all()
 
     # A function cudamux does not implement yet: a stub, never a NULL pointer or fake success.
-    err, _ = cu.cuModuleLoadData(b"\0")
+    err, = cu.cuGraphicsUnregisterResource(cu.CUgraphicsResource())
     assert err == cu.CUresult.CUDA_ERROR_NOT_SUPPORTED, err
     err, text = cu.cuGetErrorName(cu.CUresult.CUDA_ERROR_NOT_SUPPORTED)
     assert err == cu.CUresult.CUDA_SUCCESS and text == b"CUDA_ERROR_NOT_SUPPORTED", (err, text)
