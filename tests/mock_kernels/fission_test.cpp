@@ -414,6 +414,41 @@ extern "C" __global__ void k(const int* in, int* out, int n) {
   EXPECT_EQ(bad.rc, CUDA_ERROR_ASSERT);
 }
 
+TEST_F(MockFission, FlatBarrierFreeKernelsMatchThreadIdxInTls) {
+  // Barrier-free kernels whose program reads threadIdx only in kernel bodies run "flat"
+  // (threadIdx a parameter of a twin); a helper reading it (here through a macro) keeps the
+  // thread-local threadIdx. Same results, 1-D and 3-D blocks, early return.
+  const std::string body = R"(
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  const unsigned lin = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned i = (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x * blockDim.y * blockDim.z) + lin;
+  if (i >= static_cast<unsigned>(n)) return;
+  out[i] = in[i] * 3 + static_cast<int>(threadIdx.z * 100 + threadIdx.y * 10 + threadIdx.x);
+}
+)";
+  const std::string helper =
+      "#define TX threadIdx.x\n__device__ unsigned tx_helper() { return TX; }\n";
+  for (const Dim block : {Dim(64), Dim(4, 3, 2)}) {
+    const unsigned threads = block.v[0] * block.v[1] * block.v[2];
+    const int n = static_cast<int>(threads * 6 - 5);
+    Outcome flat = run(true, body, "k", {3, 2}, block, iota(threads * 6), threads * 6, n);
+    Outcome tls = run(true, helper + body, "k", {3, 2}, block, iota(threads * 6), threads * 6, n);
+    EXPECT_NE(flat.log.find("kernel k runs flat"), std::string::npos) << flat.log;
+    EXPECT_EQ(tls.log.find("kernel k runs flat"), std::string::npos) << tls.log;
+    EXPECT_EQ(flat.rc, CUDA_SUCCESS);
+    EXPECT_EQ(tls.rc, CUDA_SUCCESS);
+    EXPECT_EQ(flat.out, tls.out);
+    for (unsigned i = 0; i < threads * 6; ++i) {
+      const unsigned lin = i % threads;
+      const unsigned x = lin % block.v[0], y = (lin / block.v[0]) % block.v[1],
+                     z = lin / (block.v[0] * block.v[1]);
+      const int expect =
+          i < static_cast<unsigned>(n) ? static_cast<int>((i + 1) * 3 + z * 100 + y * 10 + x) : -7;
+      EXPECT_EQ(flat.out[i], expect) << "i " << i;
+    }
+  }
+}
+
 TEST_F(MockFission, ImageForAnotherCpuIsRefusedNotRun) {
   // Modules are built with -march=native: an image from another CPU must not load (it could
   // die with SIGILL), it gets CUDA_ERROR_NO_BINARY_FOR_GPU and a log line.

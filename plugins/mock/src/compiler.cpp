@@ -653,8 +653,9 @@ bool safe_header(const std::string& h, bool system_too) {
 }
 
 struct ProgramFacts {
-  bool barrier_safe = true;  // barriers/collectives appear only inside scanned kernel bodies
-  bool fission_safe = true;  // no macro hides control flow (return/goto/break/continue)
+  bool barrier_safe = true;         // barriers/collectives appear only inside scanned kernel bodies
+  bool fission_safe = true;         // no macro hides control flow (return/goto/break/continue)
+  bool thread_idx_outside = false;  // threadIdx or assert used outside kernel bodies
   std::vector<std::string> uniform_macros;  // object-like macros with constant bodies
 };
 
@@ -668,6 +669,13 @@ void check_text(const std::string& text,
     return;
   }
   const std::string pp = code_view(text, true);  // comments/strings blanked, directives kept
+  // Directives count as outside too: a macro naming threadIdx may be used by a helper.
+  each_ident(pp, 0, pp.size(), [&](std::string_view id, std::size_t at) {
+    if (id != "threadIdx" && id != "assert" && id != "cudamux_threadIdx") return;
+    for (const auto& [b, e] : bodies)
+      if (at > b && at < e) return;
+    facts.thread_idx_outside = true;
+  });
   each_ident(pp, 0, pp.size(), [&](std::string_view id, std::size_t at) {
     if (!barrier_ident(id)) return;
     for (const auto& [b, e] : bodies)
@@ -757,6 +765,32 @@ void analyse_kernels(const std::string& src, const std::string& code,
     });
     if (!barriers) {
       k.flags = CUDAMUX_KERNEL_NO_BARRIERS;
+      // A flat twin: the body as written in a function taking threadIdx by value. Only when no
+      // code outside kernel bodies reads the global threadIdx (nor assert, whose message does).
+      bool asserts = false;
+      each_ident(code, k.body_b, k.body_e, [&](std::string_view id, std::size_t) {
+        asserts = asserts || id == "assert" || id == "cudamux_threadIdx";
+      });
+      if (!facts.thread_idx_outside && !asserts) {
+        const std::string name = "__cmx_flat_" + std::to_string(twin_index++);
+        const bool no_params = k.params.empty() || k.params == "void";
+        std::string open;
+        std::string close;
+        for (const auto& n : k.ns) {
+          open += n.empty() ? "namespace { " : "namespace " + n + " { ";
+          close += "} ";
+        }
+        const unsigned line =
+            1 + static_cast<unsigned>(std::count(
+                    src.begin(), src.begin() + static_cast<std::ptrdiff_t>(k.body_b), '\n'));
+        twins += open + "\nstatic __attribute__((always_inline)) inline void " + name +
+                 "(const uint3 threadIdx" + (no_params ? std::string() : ", " + k.params) +
+                 ")\n#line " + std::to_string(line) + " " + quoted_name + "\n" +
+                 src.substr(k.body_b, k.body_e - k.body_b + 1) + "\n" + close + "\n";
+        k.flags |= CUDAMUX_KERNEL_FLAT;
+        k.twin = name;
+        log.debug("mock compiler: kernel {} runs flat (threadIdx as a parameter)", k.name);
+      }
       continue;
     }
     if (!only_syncthreads || !facts.fission_safe || !allow_fission) continue;
@@ -1016,7 +1050,9 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
                 name);
     twins.clear();
     for (auto& k : kernels) {
-      if (!k.twin.empty()) k.flags = 0;
+      // Fissioned kernels go back to fibers; flat ones keep running without them.
+      if (!k.twin.empty())
+        k.flags = (k.flags & CUDAMUX_KERNEL_FLAT) != 0 ? unsigned{CUDAMUX_KERNEL_NO_BARRIERS} : 0u;
       k.twin.clear();
     }
     write_file(src_file, program_text());

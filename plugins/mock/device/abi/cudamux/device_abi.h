@@ -36,7 +36,11 @@ enum {
   CUDAMUX_KERNEL_NO_BARRIERS = 1,
   // The kernel was transformed by loop fission at barriers: one call runs the whole block
   // (it loops over the threads itself), so the thunk calls it once per block.
-  CUDAMUX_KERNEL_PER_BLOCK = 2
+  CUDAMUX_KERNEL_PER_BLOCK = 2,
+  // Barrier-free, and nothing outside kernel bodies reads threadIdx: the thunk calls a twin that
+  // takes threadIdx as a parameter (no per-thread store to TLS, so the loop can vectorise).
+  // Used by the module's own thunk only.
+  CUDAMUX_KERNEL_FLAT = 4
 };
 
 typedef struct cudamux_module_desc {

@@ -521,6 +521,35 @@ struct kernel<K, Flags, B> {
       // Fissioned: the twin loops over the block's threads itself.
       if (start == 0) B(static_cast<leaf<I, A>&>(args).v...);
       return;
+    } else if constexpr ((Flags & CUDAMUX_KERNEL_FLAT) != 0) {
+      // threadIdx is the twin's parameter: a loop variable, never stored.
+      const uint3 fd = blockDim;
+      const unsigned fn = fd.x * fd.y * fd.z;
+      if (fd.y == 1 && fd.z == 1) {
+        const unsigned base = blockIdx.x * fd.x;
+        if (base <= 0xFFFFF000u) {
+          // Same code, but the compiler learns that `blockIdx.x * blockDim.x + threadIdx.x`
+          // cannot wrap: unsigned indices become affine and the loop vectorises.
+          for (unsigned t = start; t < fn; ++t)
+            B(uint3{t, 0u, 0u}, static_cast<leaf<I, A>&>(args).v...);
+        } else {
+          for (unsigned t = start; t < fn; ++t)
+            B(uint3{t, 0u, 0u}, static_cast<leaf<I, A>&>(args).v...);
+        }
+        return;
+      }
+      unsigned x = 0, y = 0, z = 0;
+      for (unsigned t = 0; t < fn; ++t) {
+        if (t >= start) B(uint3{x, y, z}, static_cast<leaf<I, A>&>(args).v...);
+        if (++x == fd.x) {
+          x = 0;
+          if (++y == fd.y) {
+            y = 0;
+            ++z;
+          }
+        }
+      }
+      return;
     }
     const uint3 bd = blockDim;
     const unsigned n = bd.x * bd.y * bd.z;
