@@ -1,5 +1,6 @@
 // Kernel launches and occupancy (issue #3): validation against the device's limits,
 // argument packing per backend::Function::params(), submission in stream order.
+#include <atomic>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ struct Limits {
   int reserved_shared;
 };
 
-Limits limits_of(int dev) {
+Limits read_limits(int dev) {
   auto a = [dev](CUdevice_attribute attr, int fallback) { return device_attribute_or(dev, attr, fallback); };
   Limits l{};
   l.block[0] = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024);
@@ -48,6 +49,26 @@ Limits limits_of(int dev) {
   l.shared_per_sm = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, l.shared_optin);
   l.reserved_shared = a(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 0);
   return l;
+}
+
+// Device attributes never change after cuInit, and reading them costs a backend call each
+// (a driver call on the cuda backend): read them once per device, not on every launch.
+const Limits& limits_of(int dev) {
+  constexpr int kMaxCached = 256;
+  static std::atomic<const Limits*> cache[kMaxCached] = {};
+  if (dev < 0 || dev >= kMaxCached) {
+    thread_local Limits uncached;
+    uncached = read_limits(dev);
+    return uncached;
+  }
+  if (const Limits* hit = cache[dev].load(std::memory_order_acquire)) return *hit;
+  const Limits* fresh = new Limits(read_limits(dev));  // lives for the process, like the devices
+  const Limits* expected = nullptr;
+  if (!cache[dev].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+    delete fresh;  // another thread published the same values first
+    return *expected;
+  }
+  return *fresh;
 }
 
 int fattr(const Function& f, CUfunction_attribute attr) {
@@ -96,7 +117,7 @@ CUresult launch(const LaunchRequest& q) {
     return reject(CUDA_ERROR_INVALID_HANDLE, fn, "function and stream belong to different contexts");
   if (CUresult r = sticky_error(*s->ctx)) return r;
 
-  const Limits l = limits_of(s->ctx->device);
+  const Limits& l = limits_of(s->ctx->device);
   unsigned long long threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (q.grid[i] == 0 || q.block[i] == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero grid or block dimension");

@@ -415,16 +415,21 @@ nvrtcResult size_of(nvrtcProgram prog, std::size_t* out, const char* fn,
 }
 }  // namespace
 
+// Images that already end in their NUL (NVIDIA's PTX, the mock's text image) are handed
+// out as they are, so the size matches NVIDIA's NVRTC; others get one appended.
+static std::size_t ptx_size(const nvrtc_core::Program& p) {
+  return !p.image.empty() && p.image.back() == '\0' ? p.image.size() : p.image.size() + 1;
+}
+
 nvrtcResult nvrtcGetPTXSize(nvrtcProgram prog, size_t* ptxSizeRet) {
-  return size_of(prog, ptxSizeRet, "nvrtcGetPTXSize",
-                 [](const nvrtc_core::Program& p) { return p.image.size() + 1; });
+  return size_of(prog, ptxSizeRet, "nvrtcGetPTXSize", &ptx_size);
 }
 
 nvrtcResult nvrtcGetPTX(nvrtcProgram prog, char* ptx) {
   CUDAMUX_NVRTC_PROGRAM(p, prog, "nvrtcGetPTX");
   if (!ptx) return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetPTX", "null buffer");
   std::memcpy(ptx, p.image.data(), p.image.size());
-  ptx[p.image.size()] = '\0';
+  if (ptx_size(p) > p.image.size()) ptx[p.image.size()] = '\0';
   return NVRTC_SUCCESS;
 }
 
