@@ -449,6 +449,29 @@ extern "C" __global__ void k(const int* in, int* out, int n) {
   }
 }
 
+TEST_F(MockFission, RegionsSetThreadIdxWhenHelpersCanReadIt) {
+  // The last region names neither threadIdx nor a call, but the operator it uses reads
+  // threadIdx: every region must still set it.
+  const char* src = R"(
+struct V { int v; };
+__device__ V operator*(V a, int k) { return V{a.v * k + 1000 * static_cast<int>(threadIdx.x)}; }
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  __shared__ int s[64];
+  const unsigned t = threadIdx.x;
+  s[t] = in[t];
+  __syncthreads();
+  V r;
+  r.v = s[63 - t];
+  __syncthreads();
+  out[t] = (r * n).v;
+}
+)";
+  Outcome o = both(src, "k", {1}, {64}, iota(64), 64, 2);
+  EXPECT_TRUE(fissioned(o, "k")) << o.log;
+  for (int t = 0; t < 64; ++t)
+    EXPECT_EQ(o.out[static_cast<std::size_t>(t)], (64 - t) * 2 + 1000 * t);
+}
+
 TEST_F(MockFission, ImageForAnotherCpuIsRefusedNotRun) {
   // Modules are built with -march=native: an image from another CPU must not load (it could
   // die with SIGILL), it gets CUDA_ERROR_NO_BINARY_FOR_GPU and a log line.

@@ -815,6 +815,9 @@ void analyse_kernels(const std::string& src, const std::string& code,
         1 + static_cast<unsigned>(std::count(
                 src.begin(), src.begin() + static_cast<std::ptrdiff_t>(k.body_b) + 1, '\n'));
     in.twin_name = "__cmx_twin_" + std::to_string(twin_index++);
+    // Code outside kernel bodies (helpers, operators, macros) that names threadIdx or assert
+    // could read the global threadIdx from any region.
+    in.thread_idx_read_outside = facts.thread_idx_outside;
     const FissionResult r = fission(in);
     if (!r.ok) {
       log.debug("mock compiler: kernel {} keeps fibers: {}", k.name, r.reason);

@@ -637,7 +637,10 @@ class Fissioner {
     const int id = counter_++;
     o << "for (unsigned __cmx_t = 0; __cmx_t < __cmx_n; ++__cmx_t) {\n";
     if (has_return_) o << "if (__cmx_done[__cmx_t]) continue;\n";
-    o << "threadIdx = __cmx_tid[__cmx_t];\n{\n";
+    // threadIdx is stored only if the region can read it: it names threadIdx, calls anything
+    // (a function may read it), or a macro might expand to it.
+    if (region_reads_thread_idx(r)) o << "threadIdx = __cmx_tid[__cmx_t];\n";
+    o << "{\n";
     // Bind every visible per-thread variable (innermost wins), so that macros see them too.
     std::set<std::string> bound;
     for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
@@ -658,6 +661,22 @@ class Fissioner {
     o << "}\n";
     if (r.has_return) o << "if (__cmx_live == 0) goto __cmx_exit;\n";
     r = Region{};
+  }
+  bool region_reads_thread_idx(const Region& r) const {
+    if (in_.thread_idx_read_outside) return true;
+    static const std::set<std::string> not_calls = {"if",     "for",    "while",   "switch",
+                                                    "sizeof", "return", "alignof", "static_cast"};
+    for (const auto& p : r.parts) {
+      const auto t = tokenize(p);
+      for (std::size_t k = 0; k < t.size(); ++k) {
+        if (t[k].text == "threadIdx") return true;
+        if (k + 1 < t.size() && t[k + 1].text == "(" &&
+            ((t[k].ident && not_calls.count(t[k].text) == 0) || t[k].text == ")" ||
+             t[k].text == ">" || t[k].text == "]"))
+          return true;
+      }
+    }
+    return false;
   }
   static void replace_marker(std::string& s, const std::string& marker, const std::string& with) {
     for (std::size_t p; (p = s.find(marker)) != std::string::npos;)

@@ -18,6 +18,9 @@ struct FissionInput {
   std::string file;                         // quoted program name, for #line
   unsigned first_line = 1;                  // source line of body[0]
   std::string twin_name;                    // name of the generated function
+  // Code outside kernel bodies (helpers, operators, macros) names threadIdx or assert: every
+  // region stores threadIdx. Otherwise only regions that name it or call something do.
+  bool thread_idx_read_outside = true;
 };
 
 struct FissionResult {
