@@ -527,9 +527,10 @@ struct kernel<K, Flags, B> {
       const unsigned fn = fd.x * fd.y * fd.z;
       if (fd.y == 1 && fd.z == 1) {
         const unsigned base = blockIdx.x * fd.x;
-        if (base <= 0xFFFFF000u) {
+        if (base <= 0xFFFFF000u && fn <= 1024u) {
           // Same code, but the compiler learns that `blockIdx.x * blockDim.x + threadIdx.x`
-          // cannot wrap: unsigned indices become affine and the loop vectorises.
+          // cannot wrap (launches have at most 1024 threads per block): unsigned indices
+          // become affine and the loop vectorises.
           for (unsigned t = start; t < fn; ++t)
             B(uint3{t, 0u, 0u}, static_cast<leaf<I, A>&>(args).v...);
         } else {
