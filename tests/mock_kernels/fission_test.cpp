@@ -472,6 +472,25 @@ extern "C" __global__ void k(const int* in, int* out, int n) {
     EXPECT_EQ(o.out[static_cast<std::size_t>(t)], (64 - t) * 2 + 1000 * t);
 }
 
+TEST_F(MockFission, LargePerThreadStateFallsBackToFibers) {
+  // 2 KiB of per-thread state live across a barrier would need 1024 copies on the worker's
+  // stack: the twin does not compile (static_assert) and the program is compiled as written.
+  const char* src = R"(
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  __shared__ int s[64];
+  int big[512];
+  for (int i = 0; i < 512; ++i) big[i] = in[threadIdx.x] + i;
+  s[threadIdx.x] = big[n];
+  __syncthreads();
+  out[threadIdx.x] = s[63 - threadIdx.x] + big[511];
+}
+)";
+  Outcome o = both(src, "k", {1}, {64}, iota(64), 64, 3);
+  EXPECT_NE(o.log.find("retrying without fission"), std::string::npos) << o.log;
+  for (int t = 0; t < 64; ++t)
+    EXPECT_EQ(o.out[static_cast<std::size_t>(t)], (64 - t) + 3 + (t + 1) + 511);
+}
+
 TEST_F(MockFission, ImageForAnotherCpuIsRefusedNotRun) {
   // Modules are built with -march=native: an image from another CPU must not load (it could
   // die with SIGILL), it gets CUDA_ERROR_NO_BINARY_FOR_GPU and a log line.

@@ -743,6 +743,10 @@ class Fissioner {
           }
           const std::string arr = "__cmx_p" + std::to_string(counter_++);
           flush_keep(r, o, part);
+          // Per-thread arrays live on the worker's stack (up to 1024 copies): large per-thread
+          // state fails this check, and the retry compiles the program without fission.
+          o << "static_assert(sizeof(::cudamux::fission::slot_t<" << d.type << d.dims
+            << ">) <= 1024, \"cudamux: per-thread state too large for fission\");\n";
           o << "::cudamux::fission::slot_t<" << d.type << d.dims << "> " << arr << "[__cmx_n];\n";
           scopes_.back().push_back({d.name, arr});
           if (d.has_init) {
