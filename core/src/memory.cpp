@@ -51,11 +51,18 @@ CUresult classify(std::uintptr_t addr, std::size_t extent, bool must_be_device, 
     out.device = a->kind == AllocKind::device || a->kind == AllocKind::managed ? a->device : -1;
     return CUDA_SUCCESS;
   }
+  const Allocation* start = core.find_allocation(addr);
   if (must_be_device) {
-    if (core.find_allocation(addr))
+    if (start)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "range runs past the end of its allocation");
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a device pointer known to cudamux");
   }
+  // A unified-addressing side (cuMemcpy, CU_MEMORYTYPE_UNIFIED) that starts inside device
+  // or managed memory but runs past its end is not host memory: treating it as pageable
+  // would let the backend write past the allocation. (Past the end of pinned or registered
+  // host memory is the program's own memory, as with CUDA.)
+  if (start && (start->kind == AllocKind::device || start->kind == AllocKind::managed))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "range runs past the end of its allocation");
   out.kind = MemKind::host_pageable;
   out.device = -1;
   return CUDA_SUCCESS;

@@ -149,6 +149,28 @@ TEST_F(Copy, PastTheEndAndUnknownPointersAreRejectedWithoutWriting) {
   EXPECT_OK(cuStreamDestroy_v2(s));
 }
 
+// Found by the API-sequence fuzzer (issue 9): with unified addressing a range that starts in
+// device memory and runs past its end was taken for pageable host memory and copied.
+TEST_F(Copy, UnifiedCopyRunningPastDeviceMemoryIsRejected) {
+  const size_t n = 4096;
+  DeviceBuffer a(n);
+  DeviceBuffer b(n);
+  ASSERT_OK(cuMemsetD8_v2(a.ptr, 0xaa, n));
+  ASSERT_OK(cuMemsetD8_v2(b.ptr, 0xbb, n));
+  std::vector<unsigned char> host(4 * n, 0x11);
+  const auto h = reinterpret_cast<CUdeviceptr>(host.data());
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(a.ptr + 16, h, n));      // H->D, 16 B too long
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(h, a.ptr + 16, n));      // D->H
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(a.ptr, b.ptr + 1, n));   // D->D, source
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpyAsync(a.ptr + n - 1, h, 2, nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  for (unsigned char v : read_back(a.ptr, n)) ASSERT_EQ(v, 0xaa);
+  for (unsigned char v : read_back(b.ptr, n)) ASSERT_EQ(v, 0xbb);
+  for (unsigned char v : host) ASSERT_EQ(v, 0x11);
+  // Exactly to the end is fine.
+  EXPECT_OK(cuMemcpy(a.ptr + 16, h, n - 16));
+}
+
 TEST_F(Copy, OverlappingRangesAreRejected) {
   const size_t n = 4096;
   DeviceBuffer a(n);
