@@ -491,6 +491,24 @@ extern "C" __global__ void k(const int* in, int* out, int n) {
     EXPECT_EQ(o.out[static_cast<std::size_t>(t)], (64 - t) + 3 + (t + 1) + 511);
 }
 
+TEST_F(MockFission, ParameterModifiedThroughAReferenceIsNotShared) {
+  // Each GPU thread has its own copy of `n`; the twin has one per block. The helper's write is
+  // invisible to the token scan, so the twin's const copy must make it fail to compile.
+  const char* src = R"(
+__device__ void bump(int& x) { x += 1; }
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  __shared__ int s[32];
+  bump(n);
+  s[threadIdx.x] = n + in[threadIdx.x] * 0;
+  __syncthreads();
+  out[threadIdx.x] = s[31 - threadIdx.x] + n;
+}
+)";
+  Outcome o = both(src, "k", {1}, {32}, iota(32), 32, 5);
+  EXPECT_NE(o.log.find("retrying without fission"), std::string::npos) << o.log;
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(o.out[static_cast<std::size_t>(t)], 12);
+}
+
 TEST_F(MockFission, ImageForAnotherCpuIsRefusedNotRun) {
   // Modules are built with -march=native: an image from another CPU must not load (it could
   // die with SIGILL), it gets CUDA_ERROR_NO_BINARY_FOR_GPU and a log line.

@@ -359,7 +359,15 @@ class Fissioner {
           << "for (unsigned __cmx_t = 0; __cmx_t < __cmx_n; ++__cmx_t) __cmx_done[__cmx_t] = 0;\n"
           << "unsigned __cmx_live = __cmx_n;\n";
       }
-      o << "{\n";
+      // Parameters are one copy per block here: inside the body they are const copies, so a
+      // write the token scan missed (a reference, a call taking `T&`) cannot compile.
+      std::string shadows;
+      for (const auto& name : param_names_) {
+        if (name.rfind("__", 0) == 0 || type_word(name)) continue;  // unnamed parameter
+        o << "const auto& __cmx_pp_" << name << " = " << name << ";\n";
+        shadows += "const auto " + name + " = __cmx_pp_" + name + ";\n";
+      }
+      o << "{\n" << shadows;
       scopes_.emplace_back();
       block_level(top, o);
       scopes_.pop_back();
@@ -731,7 +739,8 @@ class Fissioner {
             // Same value in every thread and never modified: one block-level variable.
             flush(r, o);
             o << "\n#line " << line_of(s.b) << " " << in_.file << "\n"
-              << d.type << " " << d.name << " = " << d.init << ";\n";
+              << "const ::cudamux::fission::slot_t<" << d.type << "> " << d.name << " = " << d.init
+              << ";\n";
             scopes_.back().push_back({d.name, ""});
             continue;
           }
@@ -858,6 +867,8 @@ class Fissioner {
     // init: empty or one declaration of a uniform loop variable modified only in the header's
     // increment; cond and inc uniform.
     std::string var;
+    std::string hidden;
+    std::string type;
     o << "{\n";
     scopes_.emplace_back();
     const std::string init = code(s.c1b, s.c1e);
@@ -870,18 +881,46 @@ class Fissioner {
       var = d[0].name;
       if (modified_outside2(var, s.c1b, s.c1e, s.c3b, s.c3e) || !uniform_init(d[0]))
         throw Fail{"loop variable not proved uniform"};
+      // The loop itself runs on a hidden variable; the body sees a const copy under the
+      // user's name, so a write the token scan missed cannot compile.
+      hidden = "__cmx_u" + std::to_string(counter_++);
+      type = d[0].type;
       o << "\n#line " << line_of(s.c1b) << " " << in_.file << "\n"
-        << d[0].type << " " << var << " = " << d[0].init << ";\n";
+        << type << " " << hidden << " = " << d[0].init << ";\n";
       scopes_.back().push_back({var, ""});
     }
     if (!uniform(s.c2b, s.c2e, var) || !uniform_inc(s.c3b, s.c3e, var))
       throw Fail{"barrier in a loop not proved uniform"};
-    o << "\n#line " << line_of(s.c2b) << " " << in_.file << "\nfor (; " << text(s.c2b, s.c2e)
-      << "; " << text(s.c3b, s.c3e) << ") {\n";
+    o << "\n#line " << line_of(s.c2b) << " " << in_.file << "\nfor (; "
+      << renamed(s.c2b, s.c2e, var, hidden) << "; " << renamed(s.c3b, s.c3e, var, hidden)
+      << ") {\n";
+    if (!var.empty())
+      o << "const ::cudamux::fission::slot_t<" << type << "> " << var << " = " << hidden << ";\n";
     nested(s.kids[0], o);
     o << "}\n";
     scopes_.pop_back();
     o << "}\n";
+  }
+  // The text of [b, e) with the identifier `from` (not as a member name) replaced by `to`.
+  std::string renamed(std::size_t b, std::size_t e, const std::string& from,
+                      const std::string& to) const {
+    if (from.empty()) return text(b, e);
+    std::string out;
+    std::size_t at = b;
+    const auto t = tokenize(c_.substr(b, e - b), b);
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      if (t[k].text != from || (k > 0 && (t[k - 1].text == "." || t[k - 1].text == "->"))) continue;
+      out += text(at, t[k].pos);
+      out += to;
+      at = t[k].pos + from.size();
+    }
+    return out + text(at, e);
+  }
+  static bool type_word(const std::string& w) {
+    static const std::set<std::string> k = {"int",      "unsigned", "signed", "long",   "short",
+                                            "char",     "bool",     "float",  "double", "const",
+                                            "volatile", "void",     "size_t", "auto"};
+    return k.count(w) != 0;
   }
   // The increment may assign the loop variable (only it) from uniform values.
   bool uniform_inc(std::size_t b, std::size_t e, const std::string& var) const {
@@ -927,7 +966,8 @@ class Fissioner {
       // Uniform result: a block-level variable unless modified later.
       if (!modified_outside(d[0].name, s.b, s.e)) {
         o << "\n#line " << line_of(s.b) << " " << in_.file << "\n"
-          << d[0].type << " " << d[0].name << " = " << res << ";\n";
+          << "const ::cudamux::fission::slot_t<" << d[0].type << "> " << d[0].name << " = " << res
+          << ";\n";
         scopes_.back().push_back({d[0].name, ""});
         return;
       }
