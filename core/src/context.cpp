@@ -79,10 +79,21 @@ CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out
   return CUDA_SUCCESS;
 }
 
+void quiesce_all_contexts(bool lifetime_held) {
+  Core& core = Core::get();
+  std::shared_lock<std::shared_mutex> lifetime;
+  if (!lifetime_held) lifetime = std::shared_lock(core.context_lifetime_mutex);
+  for (Context* c : core.contexts.live()) {
+    if (c->impl) (void)c->impl->synchronize();
+  }
+}
+
 void destroy_context_contents(Context& ctx) {
   Core& core = Core::get();
-  // Outstanding work finishes first, as with CUDA's implicit synchronisation on destroy.
+  // Outstanding work finishes first, as with CUDA's implicit synchronisation on destroy;
+  // that of other contexts too, since it may use this context's memory (issue 9).
   (void)ctx.impl->synchronize();
+  quiesce_all_contexts(/*lifetime_held=*/true);
   for (Event* e : core.events.live()) {
     if (e->ctx == &ctx && core.events.erase(reinterpret_cast<std::uintptr_t>(e->handle))) delete e;
   }
@@ -125,6 +136,7 @@ void destroy_context_contents(Context& ctx) {
 
 CUresult destroy_context(CUcontext handle, bool pop) {
   Core& core = Core::get();
+  std::unique_lock lifetime(core.context_lifetime_mutex);
   Context* ctx = core.contexts.erase(reinterpret_cast<std::uintptr_t>(handle));
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if (pop) forget_context_on_this_thread(handle);

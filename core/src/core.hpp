@@ -176,6 +176,10 @@ class Core {
   // Containing allocation of [ptr, ptr+bytes), if any. Caller holds alloc_mutex.
   const Allocation* find_allocation(std::uintptr_t ptr, std::size_t bytes = 1) const noexcept;
 
+  // Held shared while another context's queues are waited on (quiesce_all_contexts), and
+  // exclusively while a context is destroyed, so a context is never freed mid-wait.
+  std::shared_mutex context_lifetime_mutex;
+
  private:
   Core() = default;
   CUresult do_initialize();
@@ -240,6 +244,11 @@ CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out
 CUresult destroy_context(CUcontext handle, bool pop = true);
 // Destroys a context and everything in it (streams, events, allocations).
 void destroy_context_contents(Context& ctx);
+// Waits for the queued work of every context (issue 9). Memory is released only after
+// this: with unified addressing any context's stream may use any allocation, so waiting
+// for the owner's queues alone let a copy queued in another context write to freed
+// memory. Takes context_lifetime_mutex shared unless `lifetime_held`.
+void quiesce_all_contexts(bool lifetime_held = false);
 
 // Logs a rejected call at debug level with its reason; returns `result`.
 CUresult reject(CUresult result, const char* function, const char* why) noexcept;

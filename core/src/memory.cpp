@@ -298,8 +298,9 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     a = it->second;
     core.allocations.erase(it);
   }
-  // cuMemFree synchronises with outstanding work on the context (CUDA's rule).
-  (void)a.ctx->impl->synchronize();
+  // cuMemFree synchronises with outstanding work (CUDA's rule), of every context: any of
+  // them may have work queued on this memory (issue 9).
+  core::quiesce_all_contexts();
   void* p = reinterpret_cast<void*>(dptr);
   return core.map(a.kind == AllocKind::device ? a.ctx->impl->free(p) : a.ctx->impl->free_managed(p), "cuMemFree");
 }
@@ -342,7 +343,7 @@ CUresult cuMemFreeHost(void* p) {
     a = it->second;
     core.allocations.erase(it);
   }
-  (void)a.ctx->impl->synchronize();
+  core::quiesce_all_contexts();  // as cuMemFree
   return core.map(a.ctx->impl->free_host(p), "cuMemFreeHost");
 }
 
@@ -400,7 +401,7 @@ CUresult cuMemHostUnregister(void* p) {
     a = it->second;
     core.allocations.erase(it);
   }
-  (void)a.ctx->impl->synchronize();
+  core::quiesce_all_contexts();  // as cuMemFree
   return core.map(a.ctx->impl->unregister_host(p), "cuMemHostUnregister");
 }
 

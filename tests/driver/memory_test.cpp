@@ -115,6 +115,46 @@ TEST_F(Memory, FreeWaitsForPendingWork) {
   EXPECT_OK(cuStreamDestroy_v2(s));
 }
 
+// Found by the API-sequence fuzzer (issue 9): memory was freed after waiting for its own
+// context's queues only, while a stream of another context still had work on it.
+TEST_F(Memory, FreeWaitsForWorkOfOtherContextsOnTheMemory) {
+  CUcontext other = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));  // pushed: allocations below belong to it
+  CUdeviceptr p = 0;
+  void* h = nullptr;
+  ASSERT_OK(cuMemAlloc_v2(&p, 1 << 16));
+  ASSERT_OK(cuMemAllocHost_v2(&h, 1 << 16));
+  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+  // Work on that memory queued in this test's context, held back by a gate.
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  for (int round = 0; round < 3; ++round) {
+    if (round == 2) {  // a fresh pinned buffer of the other context
+      ASSERT_OK(cuCtxPushCurrent_v2(other));
+      ASSERT_OK(cuMemAllocHost_v2(&h, 1 << 16));
+      ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
+    }
+    std::atomic<int> calls{0};
+    Gate gate;
+    ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
+    ASSERT_OK(cuMemsetD8Async(round == 0 ? p : reinterpret_cast<CUdeviceptr>(h), 7, 1 << 16, s));
+    ASSERT_OK(cuLaunchHostFunc(s, &count_call, &calls));
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      gate.release();
+    });
+    if (round == 0) EXPECT_OK(cuMemFree_v2(p));
+    if (round == 1) EXPECT_OK(cuMemFreeHost(h));
+    if (round == 2) {
+      EXPECT_OK(cuCtxDestroy_v2(other));  // destroying the owner frees what is left in it
+    }
+    EXPECT_EQ(calls.load(), 1)
+        << "memory freed while another context's work on it was queued (round " << round << ")";
+    opener.join();
+  }
+  EXPECT_OK(cuStreamDestroy_v2(s));
+}
+
 TEST_F(Memory, FreeMemoryOfAnotherContext) {
   // With unified addressing the allocation identifies its context; the current one does
   // not matter. oracle: verify on NVIDIA.
