@@ -2,6 +2,7 @@
 #include "cudamux/enum_policy.hpp"
 
 #include <spdlog/spdlog.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +10,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "cudamux/log.hpp"
@@ -31,9 +31,16 @@ struct TypeState {
   std::set<std::int64_t> warned_strict;  // native values already warned about (strict)
 };
 
+struct Registered {
+  std::string type;
+  bool output;
+  std::vector<std::int64_t> defined;
+};
+
 struct State {
   std::mutex mutex;
   std::map<std::string, TypeState, std::less<>> types;
+  std::vector<Registered> registered;  // register_type calls, re-applied after a reset
   bool default_hallucinate = false;
   bool builtins_loaded = false;
 };
@@ -43,13 +50,14 @@ State& state() {
   return *s;
 }
 
-#define CUDAMUX_ENUM_TYPE(NAME, OUTPUT, ...)                                  \
-  {                                                                           \
-    static constexpr std::int64_t values[] = {__VA_ARGS__};                   \
-    add_locked(s, #NAME, OUTPUT, values);                                     \
+#define CUDAMUX_ENUM_TYPE(NAME, OUTPUT, ...)                \
+  {                                                         \
+    static constexpr std::int64_t values[] = {__VA_ARGS__}; \
+    add_locked(s, #NAME, OUTPUT, values);                   \
   }
 
-void add_locked(State& s, std::string_view type, bool output, std::span<const std::int64_t> defined) {
+void add_locked(State& s, std::string_view type, bool output,
+                std::span<const std::int64_t> defined) {
   auto [it, inserted] = s.types.try_emplace(std::string(type));
   if (!inserted) return;
   it->second.output = output;
@@ -61,7 +69,16 @@ void load_builtins_locked(State& s) {
   if (s.builtins_loaded) return;
   s.builtins_loaded = true;
 #include "cudamux/enum_types.inc"
+  for (const auto& r : s.registered) add_locked(s, r.type, r.output, r.defined);
 }
+
+// The last strict mapping on this thread, for origin_of (rule 3 across libraries).
+struct StrictOrigin {
+  std::string type;
+  std::int64_t generic = 0;
+  Origin origin;
+};
+thread_local std::optional<StrictOrigin> t_strict;
 
 TypeState* find_locked(State& s, std::string_view type) {
   load_builtins_locked(s);
@@ -69,15 +86,22 @@ TypeState* find_locked(State& s, std::string_view type) {
   return it == s.types.end() ? nullptr : &it->second;
 }
 
-std::string env_name(std::string_view type) { return "CUDAMUX_" + std::string(type) + "_HALLUCINATE"; }
+std::string env_name(std::string_view type) {
+  return "CUDAMUX_" + std::string(type) + "_HALLUCINATE";
+}
 
 // Invented names follow the spelling of the type's own constants where there is one.
-std::string invented_name(std::string_view type, std::string_view backend, std::string_view native_name) {
+std::string invented_name(std::string_view type, std::string_view backend,
+                          std::string_view native_name) {
   std::string prefix;
-  if (type == "CUresult") prefix = "CUDA_ERROR_CUDAMUX_";
-  else if (type == "cudaError_t") prefix = "cudaErrorCudamux_";
-  else if (type == "nvrtcResult") prefix = "NVRTC_ERROR_CUDAMUX_";
-  else prefix = std::string(type) + "_CUDAMUX_";
+  if (type == "CUresult")
+    prefix = "CUDA_ERROR_CUDAMUX_";
+  else if (type == "cudaError_t")
+    prefix = "cudaErrorCudamux_";
+  else if (type == "nvrtcResult")
+    prefix = "NVRTC_ERROR_CUDAMUX_";
+  else
+    prefix = std::string(type) + "_CUDAMUX_";
   return prefix + std::string(backend) + "_" + std::string(native_name);
 }
 
@@ -94,8 +118,9 @@ bool set_locked(State& s, std::string_view type, bool enable, std::string* error
   }
   if (enable && !t->output) {
     if (error)
-      *error = "'" + std::string(type) +
-               "' only ever flows from the program to the backend; hallucinating it is refused (rule 5)";
+      *error =
+          "'" + std::string(type) +
+          "' only ever flows from the program to the backend; hallucinating it is refused (rule 5)";
     return false;
   }
   t->hallucinate = enable;
@@ -116,6 +141,8 @@ void register_type(std::string_view type, bool output, std::span<const std::int6
   State& s = state();
   std::lock_guard lock(s.mutex);
   load_builtins_locked(s);
+  if (s.types.count(type) == 0)
+    s.registered.push_back({std::string(type), output, {defined.begin(), defined.end()}});
   add_locked(s, type, output, defined);
 }
 
@@ -142,12 +169,14 @@ void configure(const toml::table* hallucinate, const std::string& source) {
       const auto& where = node.source().begin;
       const auto* value = node.as_boolean();
       if (!value)
-        throw PolicyError(source + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
-                          ": error: key 'hallucinate." + std::string(key) + "': expected a boolean");
+        throw PolicyError(source + ":" + std::to_string(where.line) + ":" +
+                          std::to_string(where.column) + ": error: key 'hallucinate." +
+                          std::string(key) + "': expected a boolean");
       std::string why;
       if (!set_locked(s, key, value->get(), &why))
-        throw PolicyError(source + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
-                          ": error: key 'hallucinate." + std::string(key) + "': " + why);
+        throw PolicyError(source + ":" + std::to_string(where.line) + ":" +
+                          std::to_string(where.column) + ": error: key 'hallucinate." +
+                          std::string(key) + "': " + why);
     };
     if (const toml::node* d = hallucinate->get("default")) apply("default", *d);
     for (const auto& [key, node] : *hallucinate)
@@ -162,10 +191,12 @@ void configure(const toml::table* hallucinate, const std::string& source) {
     if (!raw) continue;
     const auto parsed = parse_bool(raw);
     if (!parsed)
-      throw PolicyError("environment variable " + var + "='" + raw +
-                        "': not a boolean; accepted (any case): 1, true, t, yes, y, 0, false, f, no, n (rule 7)");
+      throw PolicyError(
+          "environment variable " + var + "='" + raw +
+          "': not a boolean; accepted (any case): 1, true, t, yes, y, 0, false, f, no, n (rule 7)");
     std::string why;
-    if (!set_locked(s, name, *parsed, &why)) throw PolicyError("environment variable " + var + ": " + why);
+    if (!set_locked(s, name, *parsed, &why))
+      throw PolicyError("environment variable " + var + ": " + why);
   }
 }
 
@@ -191,10 +222,13 @@ std::int64_t unmapped(std::string_view type, std::string_view backend, std::int3
   if (!t || !t->hallucinate) {
     const bool first = t ? t->warned_strict.insert(native).second : true;
     lock.unlock();
+    t_strict = StrictOrigin{std::string(type), generic,
+                            Origin{std::string(backend), native, std::string(native_name)}};
     if (first)
-      log::get()->warn("{} value {} ({}) of backend '{}' has no CUDA counterpart: the program sees the "
-                       "generic value {} (rule 2; set CUDAMUX_{}_HALLUCINATE=1 to get a distinct value)",
-                       type, native_name, native, backend, generic, type);
+      log::get()->warn(
+          "{} value {} ({}) of backend '{}' has no CUDA counterpart: the program sees the "
+          "generic value {} (rule 2; set CUDAMUX_{}_HALLUCINATE=1 to get a distinct value)",
+          type, native_name, native, backend, generic, type);
     return generic;
   }
   const auto key = std::make_pair(std::string(backend), native);
@@ -203,16 +237,18 @@ std::int64_t unmapped(std::string_view type, std::string_view backend, std::int3
   while (t->defined.count(value) || t->by_value.count(value)) ++value;
   t->next = value + 1;
   Invented inv{value, invented_name(type, backend, native_name),
-               "backend '" + std::string(backend) + "' reported " + std::string(native_name) + " (" +
-                   std::to_string(native) + "), which " + std::string(type) +
-                   " has no name for; value invented by cudamux (docs/policy.md, rule 3)"};
+               "backend '" + std::string(backend) + "' reported " + std::string(native_name) +
+                   " (" + std::to_string(native) + "), which " + std::string(type) +
+                   " has no name for; value invented by cudamux (docs/policy.md, rule 3)",
+               Origin{std::string(backend), native, std::string(native_name)}};
   t->by_native.emplace(key, value);
   const std::string name = inv.name;
   t->by_value.emplace(value, std::move(inv));
   lock.unlock();
-  log::get()->warn("{} value {} ({}) of backend '{}' has no CUDA counterpart: hallucinating {} = {} "
-                   "(rule 3; logged once per value)",
-                   type, native_name, native, backend, name, value);
+  log::get()->warn(
+      "{} value {} ({}) of backend '{}' has no CUDA counterpart: hallucinating {} = {} "
+      "(rule 3; logged once per value)",
+      type, native_name, native, backend, name, value);
   return value;
 }
 
@@ -224,6 +260,15 @@ std::optional<Invented> invented(std::string_view type, std::int64_t value) {
   auto it = t->by_value.find(value);
   if (it == t->by_value.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<Origin> origin_of(std::string_view type, std::int64_t value, std::int64_t generic) {
+  if (auto inv = invented(type, value)) return std::move(inv->origin);
+  if (value != generic || !t_strict || t_strict->type != type || t_strict->generic != generic)
+    return std::nullopt;
+  std::optional<Origin> out = std::move(t_strict->origin);
+  t_strict.reset();
+  return out;
 }
 
 void reset_for_testing() {

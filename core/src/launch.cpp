@@ -197,7 +197,9 @@ CUresult launch(const LaunchRequest& q) {
   desc.args_size = total;
   desc.cooperative = q.cooperative;
   Core& core = Core::get();
-  const CUresult r = core.map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn);
+  // A sticky error reported by the launch itself (an injected fault, issue 6) sticks as it would later.
+  const CUresult r =
+      note_sticky(*s->ctx, core.map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn));
   if (r != CUDA_SUCCESS || !core.launch_blocking()) return r;
   // issue 8: CUDA_LAUNCH_BLOCKING=1: the launch waits for its kernel, so the kernel's own errors
   // (assert, illegal address) surface here, and stick to the context as they would later.

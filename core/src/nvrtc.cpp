@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core.hpp"
+#include "cudamux/enum_policy.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/nvrtc_impl.hpp"
 #include "cudamux/nvrtc_options.hpp"
@@ -225,9 +226,32 @@ constexpr std::pair<int, const char*> kResults[] = {
 #include "cudamux/nvrtc_results.inc"
 };
 
+// nvrtcResult joins the enum policy (docs/policy.md) with the values nvrtc.h defines.
+[[maybe_unused]] const bool kPolicyRegistered = [] {
+  std::vector<std::int64_t> values;
+  for (const auto& r : kResults) values.push_back(r.first);
+  policy::register_type("nvrtcResult", true, values);
+  return true;
+}();
+
+// Invented nvrtcResult names, kept for the process's life like NVRTC's static strings.
+const char* invented_name(nvrtcResult r) noexcept {
+  try {
+    static std::mutex mutex;
+    static auto* names = new std::unordered_map<int, std::string>();
+    const auto inv = policy::invented("nvrtcResult", r);
+    if (!inv) return nullptr;
+    std::lock_guard lock(mutex);
+    return names->try_emplace(static_cast<int>(r), inv->name).first->second.c_str();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 const char* name_of(nvrtcResult r) noexcept {
   for (const auto& [value, name] : kResults)
     if (value == static_cast<int>(r)) return name;
+  if (const char* name = invented_name(r)) return name;
   return "NVRTC_ERROR unknown";
 }
 
@@ -371,13 +395,20 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* c
                      backend.name());
   if (!status.ok()) {
     const std::string_view native = backend.errors().native_name(status.native);
-    log::get()->error(
-        "{}: program '{}': the compiler of backend '{}' failed with {} ({}): returning "
-        "NVRTC_ERROR_INTERNAL_ERROR",
-        fn, p.name, backend.name(), native, status.native);
+    // The failure of the compiler itself, through the enum policy (rule 1): a counterpart
+    // CUDA names maps to NVRTC's nearest result, one it does not goes to the policy.
+    nvrtcResult r = NVRTC_ERROR_INTERNAL_ERROR;
+    if (const auto cu = backend.errors().to_cuda(status.native)) {
+      if (*cu == CUDA_ERROR_OUT_OF_MEMORY) r = NVRTC_ERROR_OUT_OF_MEMORY;
+    } else {
+      r = static_cast<nvrtcResult>(policy::unmapped("nvrtcResult", backend.name(), status.native, native,
+                                                    NVRTC_ERROR_INTERNAL_ERROR));
+    }
+    log::get()->error("{}: program '{}': the compiler of backend '{}' failed with {} ({}): returning {}", fn,
+                      p.name, backend.name(), native, status.native, nvrtc_core::name_of(r));
     p.log += "nvrtc: error: the compiler of backend '" + std::string(backend.name()) +
              "' failed (" + std::string(native) + ")\n" + result.log;
-    return NVRTC_ERROR_INTERNAL_ERROR;
+    return r;
   }
   if (cancelled()) return NVRTC_ERROR_CANCELLED;
   p.log += result.log;

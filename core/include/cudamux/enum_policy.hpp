@@ -32,16 +32,26 @@ class PolicyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The backend value behind a result (rule 3: libraries that map one CUDA type onto
+// another, like libcudart's CUresult -> cudaError_t, ask again with the same pair).
+struct Origin {
+  std::string backend;
+  std::int32_t native = 0;
+  std::string native_name;
+};
+
 // An invented constant, as the error-string functions report it.
 struct Invented {
   std::int64_t value;
   std::string name;
   std::string description;
+  Origin origin;
 };
 
 // Registers an enum type the policy knows (cuda.h's types are built in; libcudart and
 // libnvrtc add theirs). `output`: values of it can reach the program (only those may be
-// hallucinated). Re-registering the same name is a no-op.
+// hallucinated). Re-registering the same name is a no-op; registrations survive
+// reset_for_testing.
 void register_type(std::string_view type, bool output, std::span<const std::int64_t> defined);
 [[nodiscard]] bool known_type(std::string_view type);
 [[nodiscard]] bool is_output_type(std::string_view type);
@@ -62,6 +72,11 @@ std::int64_t unmapped(std::string_view type, std::string_view backend, std::int3
 
 // The invented constant of `type` with this value, if the policy made one.
 [[nodiscard]] std::optional<Invented> invented(std::string_view type, std::int64_t value);
+
+// The backend value behind `value`, a result of `type` this thread just got from the
+// core: the origin of an invented value, or, when `value` is `generic`, the backend value
+// this thread's last strict mapping of `type` turned into it (taken: asked once).
+[[nodiscard]] std::optional<Origin> origin_of(std::string_view type, std::int64_t value, std::int64_t generic);
 
 // Parses a boolean in the accepted spellings (1/true/t/yes/y, 0/false/f/no/n, any case).
 [[nodiscard]] std::optional<bool> parse_bool(std::string_view text);

@@ -7,9 +7,14 @@
 #include <cstdint>
 #include <iterator>
 #include <mutex>
+#include <map>
 #include <new>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cudamux/driver_impl.hpp"
+#include "cudamux/enum_policy.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/runtime_impl.hpp"
 #include "rt_internal.hpp"
@@ -107,6 +112,32 @@ constexpr ErrorText kRuntimeOnlyTexts[] = {
     {cudaErrorApiFailureBase, "an API failure (deprecated base value)"},
 };
 
+// cudaError_t joins the enum policy (docs/policy.md) with the values runtime_errors.inc
+// defines (our cuda_runtime_api.h's, which the ABI test proves equal to NVIDIA's).
+[[maybe_unused]] const bool kPolicyRegistered = [] {
+  std::vector<std::int64_t> values;
+  for (const ErrorName& n : kErrorNames) values.push_back(n.value);
+  policy::register_type("cudaError_t", true, values);
+  return true;
+}();
+
+// Invented cudaError_t names and descriptions, kept for the process's life (the program
+// holds the pointers as it would CUDA's static strings).
+const char* invented_text(cudaError_t e, bool name) noexcept {
+  try {
+    static std::mutex mutex;
+    static auto* strings = new std::map<std::pair<int, bool>, std::string>();
+    const auto inv = policy::invented("cudaError_t", e);
+    if (!inv) return nullptr;
+    std::lock_guard lock(mutex);
+    auto [it, inserted] =
+        strings->try_emplace({static_cast<int>(e), name}, name ? inv->name : inv->description);
+    return it->second.c_str();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 const char* error_name(cudaError_t e) noexcept {
   const auto it =
       std::lower_bound(std::begin(kErrorNames), std::end(kErrorNames), static_cast<int>(e),
@@ -138,6 +169,18 @@ bool is_sticky(cudaError_t e) noexcept {
 }
 
 cudaError_t to_runtime(CUresult result) noexcept {
+  // A backend value CUDA has no name for reached us as CUDA_ERROR_UNKNOWN (CUresult
+  // strict) or an invented CUresult: the policy decides for cudaError_t with the same
+  // backend value (rule 3), strict giving cudaErrorUnknown.
+  if (result == CUDA_ERROR_UNKNOWN || result > CUDA_ERROR_UNKNOWN) {
+    try {
+      if (auto o = policy::origin_of("CUresult", result, CUDA_ERROR_UNKNOWN))
+        return static_cast<cudaError_t>(
+            policy::unmapped("cudaError_t", o->backend, o->native, o->native_name, cudaErrorUnknown));
+    } catch (...) {
+      return cudaErrorUnknown;
+    }
+  }
   const auto it = std::lower_bound(std::begin(kErrorMap), std::end(kErrorMap), result,
                                    [](const ErrorMap& m, CUresult r) { return m.cu < r; });
   if (it != std::end(kErrorMap) && it->cu == result) return it->rt;
@@ -300,6 +343,7 @@ cudaError_t cudaPeekAtLastError() {
 
 const char* cudaGetErrorName(cudaError_t error) {
   const char* n = error_name(error);
+  if (!n) n = invented_text(error, true);
   return n ? n : "cudaErrorUnknown";
 }
 
@@ -313,6 +357,7 @@ const char* cudaGetErrorString(cudaError_t error) {
         text)
       return text;
   }
+  if (const char* text = invented_text(error, false)) return text;
   return "unrecognized error code";
 }
 

@@ -93,6 +93,14 @@ void parse_attributes(std::string_view source, const toml::table& table, spdlog:
       if (text.empty()) fail(source, node, key, "the device name must not be empty");
       profile.device_name = std::string(text);
     } else if (const auto attr = attribute_by_name(name)) {
+      // "unsupported": the device cannot answer it (cuDeviceGetAttribute refuses it with
+      // CUDA_ERROR_NOT_SUPPORTED), for testing programs' and cudamux's handling of that.
+      if (const auto* text = node.as_string()) {
+        if (text->get() != "unsupported")
+          fail(source, node, key, fmt::format("expected an integer or \"unsupported\", got \"{}\"", text->get()));
+        profile.attributes[*attr] = std::nullopt;
+        continue;
+      }
       profile.attributes[*attr] = static_cast<int>(integer(
           source, node, key, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
     } else {
@@ -100,6 +108,54 @@ void parse_attributes(std::string_view source, const toml::table& table, spdlog:
       log.warn("{}:{}:{}: [mock] unknown key '{}' ignored", source, b.line, b.column, key);
     }
   }
+}
+
+// One [[mock.faults]] entry: call and error are required; unknown keys are errors (a
+// misspelt `count` would otherwise make a fault fire forever).
+FaultSpec parse_fault(std::string_view source, const toml::node& node, std::size_t index) {
+  const std::string base = fmt::format("faults[{}]", index);
+  const auto* t = node.as_table();
+  if (t == nullptr) fail(source, node, base, fmt::format("expected a table, got {}", type_name(node)));
+  FaultSpec f;
+  bool has_call = false;
+  bool has_error = false;
+  for (const auto& [k, value] : *t) {
+    const std::string_view name = k.str();
+    const std::string key = fmt::format("{}.{}", base, name);
+    if (name == "call") {
+      f.call = std::string(string(source, value, key));
+      f.ops = operations_of(f.call);
+      if (f.ops.empty())
+        fail(source, value, key,
+             fmt::format("unknown call \"{}\": expected the base name of a CUDA entry point the mock "
+                         "can fail, like \"cuMemAlloc\", \"cudaMalloc\", \"cuLaunchKernel\" or "
+                         "\"nvrtcCompileProgram\" (list in docs/backends/mock.md)",
+                         f.call));
+      has_call = true;
+    } else if (name == "error") {
+      f.error_name = std::string(string(source, value, key));
+      const auto code = error_by_name(f.error_name);
+      if (!code)
+        fail(source, value, key,
+             fmt::format("unknown error \"{}\": expected a CUresult name like "
+                         "\"CUDA_ERROR_OUT_OF_MEMORY\" or a mock error (\"MOCK_ERROR_UNMAPPED\", "
+                         "\"MOCK_ERROR_UNMAPPED_2\")",
+                         f.error_name));
+      f.error = *code;
+      has_error = true;
+    } else if (name == "after") {
+      f.after = static_cast<std::uint64_t>(
+          integer(source, value, key, 0, std::numeric_limits<std::int64_t>::max()));
+    } else if (name == "count") {
+      f.count = static_cast<std::uint64_t>(
+          integer(source, value, key, 1, std::numeric_limits<std::int64_t>::max()));
+    } else {
+      fail(source, value, key, "unknown key (a fault has call, error, after and count)");
+    }
+  }
+  if (!has_call) fail(source, node, base + ".call", "missing: every fault names the call it fails");
+  if (!has_error) fail(source, node, base + ".error", "missing: every fault names the error it injects");
+  return f;
 }
 
 }  // namespace
@@ -138,6 +194,13 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
           out.fission = *v;
         } else if (key == "workers") {
           out.workers = static_cast<int>(integer(source, node, key, 0, 1024));
+        } else if (key == "faults") {
+          const auto* list = node.as_array();
+          if (list == nullptr)
+            fail(source, node, key,
+                 fmt::format("expected an array of tables ([[mock.faults]]), got {}", type_name(node)));
+          for (std::size_t i = 0; i < list->size(); ++i)
+            out.faults.push_back(parse_fault(source, *list->get(i), i));
         } else if (key == "attributes") {
           attributes = node.as_table();
           if (attributes == nullptr) {

@@ -5,7 +5,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "faults.hpp"
 #include "profile.hpp"
 
 namespace spdlog {
@@ -33,6 +35,8 @@ struct MockConfig {
   int workers = 0;
   // Loop fission at barriers for kernels it can prove safe (else fibers); false: fibers only.
   bool fission = true;
+  // [[mock.faults]] (issue 6): errors injected into the backend operations behind CUDA calls.
+  std::vector<FaultSpec> faults;
 };
 
 // Fills `out` from `table` (null: all defaults). Returns an error message naming

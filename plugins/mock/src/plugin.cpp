@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "faults.hpp"
 #include "kernels.hpp"
 #include "cudamux/backend.hpp"
 #include "memory.hpp"
@@ -34,7 +35,8 @@ const ResultName* find_result(std::int32_t native) noexcept {
   return it != std::end(kResultNames) && it->value == native ? it : nullptr;
 }
 
-// The mock's native codes are CUresult values: the mapping is the identity.
+// The mock's native codes are CUresult values (identity mapping) plus its own codes with
+// no CUDA counterpart (faults.hpp), for which it only reports "none": the core decides.
 class MockErrors final : public be::ErrorDomain {
  public:
   [[nodiscard]] std::optional<CUresult> to_cuda(std::int32_t native) const noexcept override {
@@ -42,8 +44,9 @@ class MockErrors final : public be::ErrorDomain {
     return static_cast<CUresult>(native);
   }
   [[nodiscard]] std::string_view native_name(std::int32_t native) const noexcept override {
+    if (const char* mock = mock_error_name(native)) return mock;
     const auto* r = find_result(native);
-    return r != nullptr ? r->name : std::string_view("CUDA_ERROR_<unknown to the mock>");
+    return r != nullptr ? r->name : std::string_view("MOCK_ERROR_<unknown>");
   }
   [[nodiscard]] be::Status not_ready() const noexcept override {
     return status(CUDA_ERROR_NOT_READY);
@@ -109,38 +112,101 @@ class MockDevices final : public be::Devices {
   std::vector<MockDevice> devices_;
 };
 
+// Injects [[mock.faults]] into a queue's operations, then forwards to the real queue.
+// Events stay undecorated (the queue downcasts them).
+class FaultQueue final : public be::Queue {
+ public:
+  FaultQueue(std::unique_ptr<be::Queue> inner, std::shared_ptr<Faults> faults)
+      : inner_(std::move(inner)), faults_(std::move(faults)) {}
+  be::Status copy(const be::CopyDesc& d) override { return run(Op::copy, [&] { return inner_->copy(d); }); }
+  be::Status copy_sync(const be::CopyDesc& d) override {
+    return run(Op::copy_sync, [&] { return inner_->copy_sync(d); });
+  }
+  be::Status fill(const be::FillDesc& d) override { return run(Op::fill, [&] { return inner_->fill(d); }); }
+  be::Status host_function(void (*fn)(void*), void* user) override {
+    return run(Op::host_function, [&] { return inner_->host_function(fn, user); });
+  }
+  be::Status record(be::Event& e) override { return run(Op::record, [&] { return inner_->record(e); }); }
+  be::Status wait(be::Event& e) override { return run(Op::wait, [&] { return inner_->wait(e); }); }
+  be::Status query() override { return run(Op::queue_query, [&] { return inner_->query(); }); }
+  be::Status synchronize() override {
+    return run(Op::queue_synchronize, [&] { return inner_->synchronize(); });
+  }
+  be::Status launch(const be::LaunchDesc& d) override {
+    return run(Op::launch, [&] { return inner_->launch(d); });
+  }
+
+ private:
+  template <class F>
+  be::Status run(Op op, F&& forward) {
+    if (const auto st = faults_->check(op); !st.ok()) return st;
+    return forward();
+  }
+  std::unique_ptr<be::Queue> inner_;
+  std::shared_ptr<Faults> faults_;
+};
+
+// nvrtcCompileProgram faults fire here, before the real compiler runs.
+class FaultCompiler final : public be::Compiler {
+ public:
+  FaultCompiler(be::Compiler& inner, Faults& faults) : inner_(inner), faults_(faults) {}
+  be::Status compile(const be::CompileRequest& request, be::CompileResult& result) override {
+    if (const auto st = faults_.check(Op::compile); !st.ok()) return st;
+    return inner_.compile(request, result);
+  }
+  [[nodiscard]] std::vector<int> supported_archs() const override { return inner_.supported_archs(); }
+
+ private:
+  be::Compiler& inner_;
+  Faults& faults_;
+};
+
 class MockContext final : public be::DeviceContext {
  public:
-  MockContext(int ordinal, DeviceArena& arena, HostMemory& host, std::shared_ptr<KernelEnv> kernels)
+  MockContext(int ordinal, DeviceArena& arena, HostMemory& host, std::shared_ptr<KernelEnv> kernels,
+              std::shared_ptr<Faults> faults)
       : ordinal_(ordinal),
         arena_(arena),
         host_(host),
         queues_(std::make_shared<QueueRegistry>()),
-        kernels_(std::move(kernels)) {}
+        kernels_(std::move(kernels)),
+        faults_(std::move(faults)) {}
 
   [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
 
   be::Status allocate(std::size_t bytes, void** out) override {
+    if (const auto st = faults_->check(Op::allocate); !st.ok()) return st;
     return status(arena_.allocate(bytes, DeviceArena::Kind::device, out));
   }
   be::Status free(void* ptr) override {
+    if (const auto st = faults_->check(Op::free); !st.ok()) return st;
     return status(arena_.free(ptr, DeviceArena::Kind::device));
   }
   be::Status allocate_host(std::size_t bytes, unsigned /*flags: all mean "host memory" here*/,
                            void** out) override {
+    if (const auto st = faults_->check(Op::allocate_host); !st.ok()) return st;
     return status(host_.allocate(bytes, out));
   }
-  be::Status free_host(void* ptr) override { return status(host_.free(ptr)); }
+  be::Status free_host(void* ptr) override {
+    if (const auto st = faults_->check(Op::free_host); !st.ok()) return st;
+    return status(host_.free(ptr));
+  }
   be::Status allocate_managed(std::size_t bytes, unsigned /*attach flags*/, void** out) override {
+    if (const auto st = faults_->check(Op::allocate_managed); !st.ok()) return st;
     return status(arena_.allocate(bytes, DeviceArena::Kind::managed, out));
   }
   be::Status free_managed(void* ptr) override {
+    if (const auto st = faults_->check(Op::free_managed); !st.ok()) return st;
     return status(arena_.free(ptr, DeviceArena::Kind::managed));
   }
   be::Status register_host(void* ptr, std::size_t bytes, unsigned /*flags*/) override {
+    if (const auto st = faults_->check(Op::register_host); !st.ok()) return st;
     return status(host_.register_range(ptr, bytes));
   }
-  be::Status unregister_host(void* ptr) override { return status(host_.unregister_range(ptr)); }
+  be::Status unregister_host(void* ptr) override {
+    if (const auto st = faults_->check(Op::unregister_host); !st.ok()) return st;
+    return status(host_.unregister_range(ptr));
+  }
   be::Status host_device_pointer(void* host, void** device) override {
     // Unified addressing: the device reaches pinned host memory at the host's address.
     if (!host_.contains(host)) return status(CUDA_ERROR_INVALID_VALUE);
@@ -149,16 +215,22 @@ class MockContext final : public be::DeviceContext {
   }
 
   be::Status create_queue(unsigned flags, int priority, std::unique_ptr<be::Queue>& out) override {
-    out = std::make_unique<MockQueue>(queues_, flags, priority, kernels_);
+    if (const auto st = faults_->check(Op::create_queue); !st.ok()) return st;
+    auto queue = std::make_unique<MockQueue>(queues_, flags, priority, kernels_);
+    // Undecorated when no fault is configured: no cost on the common path.
+    if (faults_->any()) out = std::make_unique<FaultQueue>(std::move(queue), faults_);
+    else out = std::move(queue);
     return be::kOk;
   }
   be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
+    if (const auto st = faults_->check(Op::create_event); !st.ok()) return st;
     out = std::make_unique<MockEvent>(flags);
     return be::kOk;
   }
   be::Status synchronize() override {
     // Holding the registry lock keeps queues alive while we wait on them; a queue being
     // destroyed meanwhile drains itself anyway.
+    if (const auto st = faults_->check(Op::context_synchronize); !st.ok()) return st;
     std::lock_guard lock(queues_->mu);
     be::Status result = be::kOk;
     for (auto* q : queues_->queues) {
@@ -168,6 +240,7 @@ class MockContext final : public be::DeviceContext {
     return result;
   }
   be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
+    if (const auto st = faults_->check(Op::load_module); !st.ok()) return st;
     return load_module_image(image, *kernels_->log, out);
   }
 
@@ -177,6 +250,7 @@ class MockContext final : public be::DeviceContext {
   HostMemory& host_;
   const std::shared_ptr<QueueRegistry> queues_;
   const std::shared_ptr<KernelEnv> kernels_;
+  const std::shared_ptr<Faults> faults_;
 };
 
 class MockBackend final : public be::Backend {
@@ -185,7 +259,9 @@ class MockBackend final : public be::Backend {
               std::shared_ptr<spdlog::logger> log)
       : devices_(std::move(devices)),
         kernels_(std::make_shared<KernelEnv>()),
-        compiler_(compiler_settings(config.compiler, config.cache_dir, config.fission), log) {
+        compiler_(compiler_settings(config.compiler, config.cache_dir, config.fission), log),
+        faults_(std::make_shared<Faults>(config.faults, log)),
+        fault_compiler_(compiler_, *faults_) {
     kernels_->log = std::move(log);
     // [mock] workers counts every thread running blocks, the launching queue's included.
     kernels_->workers = config.workers > 0 ? config.workers - 1 : -1;
@@ -197,10 +273,13 @@ class MockBackend final : public be::Backend {
   be::Status open_context(int ordinal, unsigned /*ctx flags: scheduling is the OS's*/,
                           std::unique_ptr<be::DeviceContext>& out) override {
     if (!devices_.valid(ordinal)) return status(CUDA_ERROR_INVALID_DEVICE);
-    out = std::make_unique<MockContext>(ordinal, devices_.arena(ordinal), host_, kernels_);
+    if (const auto st = faults_->check(Op::open_context); !st.ok()) return st;
+    out = std::make_unique<MockContext>(ordinal, devices_.arena(ordinal), host_, kernels_, faults_);
     return be::kOk;
   }
-  [[nodiscard]] be::Compiler* compiler() noexcept override { return &compiler_; }
+  [[nodiscard]] be::Compiler* compiler() noexcept override {
+    return faults_->any() ? static_cast<be::Compiler*>(&fault_compiler_) : &compiler_;
+  }
 
  private:
   MockErrors errors_;
@@ -208,6 +287,8 @@ class MockBackend final : public be::Backend {
   MockDevices devices_;
   std::shared_ptr<KernelEnv> kernels_;
   MockCompiler compiler_;
+  std::shared_ptr<Faults> faults_;
+  FaultCompiler fault_compiler_;
 };
 
 std::array<unsigned char, 16> device_uuid(int ordinal) {
