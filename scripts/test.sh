@@ -35,3 +35,18 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 # (streams, events, 8-thread load), plus anything labelled concurrency.
 ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 900 -L 'mock|concurrency'
 ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 900 -R '^conformance[.]mock[.]'
+
+# issue 9: the API-sequence fuzzer, a smoke run (committed corpus replayed, then 45 s of
+# fuzzing). Needs clang-14 with libFuzzer (libclang-rt-14-dev); skipped without it.
+if command -v clang++-14 >/dev/null 2>&1 &&
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' |
+  clang++-14 -x c++ -fsanitize=fuzzer - -o /tmp/cudamux-libfuzzer-probe.$$ >/dev/null 2>&1; then
+  rm -f /tmp/cudamux-libfuzzer-probe.$$
+  echo "== API-sequence fuzzer (smoke run)"
+  CC=clang-14 CXX=clang++-14 cmake -S tests/fuzz -B build-fuzz -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target cudamux_api_fuzzer
+  tests/fuzz/run.sh smoke build-fuzz
+else
+  echo "== API-sequence fuzzer: skipped (no clang-14 with libFuzzer)"
+fi

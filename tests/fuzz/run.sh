@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the API-sequence fuzzer (build it first: see CMakeLists.txt here).
+#   tests/fuzz/run.sh smoke [build-dir]       replay the committed corpus, then fuzz 45 s (CI)
+#   tests/fuzz/run.sh long  [build-dir] [N]   fuzz until N executions (default 1,000,000)
+# New inputs go to a scratch corpus under the build dir; the committed corpus
+# (tests/fuzz/corpus: seeds and regressions) is only read.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+mode="${1:-smoke}"
+build="${2:-build-fuzz}"
+fuzzer="$build/cudamux_api_fuzzer"
+[[ -x "$fuzzer" ]] || { echo "fuzz: no $fuzzer (build target cudamux_api_fuzzer)" >&2; exit 1; }
+scratch="$build/corpus-$mode"
+mkdir -p "$scratch" "$build/artifacts"
+
+# allocator_may_return_null: huge cuMemAlloc sizes must give CUDA_ERROR_OUT_OF_MEMORY,
+# as malloc returning NULL does without ASan. Leaks are checked after every input
+# (-detect_leaks=1) and at exit.
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:abort_on_error=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+common=(-timeout=20 -rss_limit_mb=4096 -max_len=4096 -detect_leaks=1 -print_final_stats=1
+        "-artifact_prefix=$build/artifacts/")
+
+# Regression replay: every committed input runs once, each must pass.
+"$fuzzer" "${common[@]}" -runs=0 "$here/corpus"
+
+case "$mode" in
+  smoke)
+    "$fuzzer" "${common[@]}" -max_total_time="${CUDAMUX_FUZZ_SECONDS:-45}" "$scratch" "$here/corpus" ;;
+  long)
+    "$fuzzer" "${common[@]}" -runs="${3:-1000000}" "$scratch" "$here/corpus" ;;
+  *)
+    echo "usage: $0 smoke|long [build-dir] [runs]" >&2; exit 2 ;;
+esac
