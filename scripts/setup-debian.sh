@@ -17,7 +17,6 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev  # the API-sequence fuzzer (libFuzzer; issue 9, tests/fuzz)
   libamdhip64-dev  # ROCm HIP 5.2 headers + runtime (with hipRTC): the hip backend (issue 5)
-  clang-14 libclang-rt-14-dev  # the API-sequence fuzzer (libFuzzer; issue 9, tests/fuzz)
 )
 
 check_only=0
