@@ -620,6 +620,49 @@ TEST_F(Registered, LaunchingARegisteredKernelExplainsWhyItCannotRun) {
   (void)cudaGetLastError();
 }
 
+TEST_F(Registered, KernelFunctionsOnARegisteredStub) {
+  const void* stub = reinterpret_cast<const void*>(&kernel_stub);
+  const char* name = nullptr;
+  ASSERT_RT(cudaFuncGetName(&name, stub));
+  EXPECT_STREQ(name, "_Z6kernelv") << "the name nvcc registered, known without the code";
+  cudaKernel_t k = nullptr, hook = nullptr;
+  ASSERT_RT(cudaGetKernel(&k, stub));
+  ASSERT_RT(__cudaGetKernel(&hook, stub));
+  EXPECT_EQ(k, hook) << "cudaGetKernel and nvcc's hook give one handle";
+  cudaKernel_t same = nullptr;
+  ASSERT_RT(cudaGetKernel(&same, k));
+  EXPECT_EQ(same, k);
+  ASSERT_RT(cudaFuncGetName(&name, k));
+  EXPECT_STREQ(name, "_Z6kernelv");
+  // Everything that needs the kernel's code explains that it cannot run here.
+  cudaFuncAttributes attr;
+  EXPECT_EQ(cudaFuncGetAttributes(&attr, stub), cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(cudaFuncSetAttribute(stub, cudaFuncAttributeMaxDynamicSharedMemorySize, 0),
+            cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(cudaFuncSetCacheConfig(stub, cudaFuncCachePreferL1), cudaErrorNoKernelImageForDevice);
+  cudaFunction_t f = nullptr;
+  EXPECT_EQ(cudaGetFuncBySymbol(&f, stub), cudaErrorNoKernelImageForDevice);
+  int blocks = 0;
+  EXPECT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, stub, 32, 0),
+            cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(cudaLaunchCooperativeKernel(stub, dim3(1), dim3(1), nullptr, 0, nullptr),
+            cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(cudaLaunchKernel(k, dim3(1), dim3(1), nullptr, 0, nullptr),
+            cudaErrorNoKernelImageForDevice)
+      << "the __cudaGetKernel handle through cudaLaunchKernel";
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  EXPECT_EQ(cudaLaunchKernelExC(&config, stub, nullptr), cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNoKernelImageForDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "not sticky";
+  int not_a_kernel = 0;
+  EXPECT_EQ(cudaGetKernel(&k, &not_a_kernel), cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaGetKernel(nullptr, stub), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncGetName(nullptr, stub), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+}
+
 TEST(RuntimeLaunchConfig, PushAndPopCallConfiguration) {
   dim3 g, b;
   size_t shared = 0;

@@ -79,4 +79,14 @@ cudaError_t symbol_address(const void* symbol, CUdeviceptr& address, std::size_t
 // Forgets the device copies of symbols on `device` (its primary context was reset).
 void forget_symbols(int device) noexcept;
 
+// Registered kernels (__cudaRegisterFunction), for the functions that take `const void* func`
+// (rt_kernel.cpp). The record of a registered host stub, or of CUDA 13's kernel handle
+// for one (__cudaGetKernel), found by exact address; nullptr for anything else.
+const void* registered(const void* func) noexcept;
+// The device-side name nvcc registered for the record.
+const char* registered_name(const void* record) noexcept;
+// A registered kernel has no code the backend can run (nvcc's PTX/SASS): logs why (once at
+// error level per kernel) and returns cudaErrorNoKernelImageForDevice.
+cudaError_t registered_has_no_code(const void* record, const char* api) noexcept;
+
 }  // namespace cudamux::rt

@@ -1,6 +1,8 @@
 // Runtime API: the registration hooks nvcc-generated host code calls
 // (__cudaRegisterFatBinary, __cudaRegisterFunction, __cudaRegisterVar, ...), device
-// variables for cudaMemcpyToSymbol, the launch configuration stack and launches.
+// variables for cudaMemcpyToSymbol, the launch configuration stack and CUDA 13's
+// __cudaGetKernel/__cudaLaunchKernel path. cudaLaunchKernel and the other functions that
+// take a `const void* func` are in rt_kernel.cpp (they ask registered() here first).
 //
 // Registration always succeeds and keeps what it is given. Launching a registered
 // kernel needs a backend that runs the fat binary's code (PTX/SASS); none does yet, so
@@ -85,17 +87,7 @@ cudaError_t launch_registered(Function& fn, dim3 grid, dim3 block, cudaStream_t 
     return reject(cudaErrorInvalidConfiguration, api, "a grid or block dimension is 0");
   core::Stream* s = nullptr;
   if (const CUresult r = core::resolve_stream(stream, pt, s)) return map(r);
-  try {
-    auto& log = *log::get();
-    const auto level = fn.explained.exchange(true) ? spdlog::level::debug : spdlog::level::err;
-    log.log(level,
-            "{}: kernel '{}' was compiled by nvcc to PTX/SASS, which the '{}' backend cannot run; "
-            "returning cudaErrorNoKernelImageForDevice (register kernels through NVRTC/modules "
-            "on a backend that executes them)",
-            api, fn.device_name, core::Core::get().backend().name());
-  } catch (...) {
-  }
-  return cudaErrorNoKernelImageForDevice;
+  return registered_has_no_code(&fn, api);
 }
 
 }  // namespace
@@ -139,6 +131,32 @@ void forget_symbols(int /*device*/) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::erase_if(r.copies, [](const auto& kv) { return !core::context_of(kv.first.second); });
+}
+
+const void* registered(const void* func) noexcept {
+  if (!func) return nullptr;
+  if (Function* fn = find_function(func)) return fn;
+  // CUDA 13's kernel handle of a registered stub (__cudaGetKernel) is its record.
+  return is_kernel_handle(func) ? func : nullptr;
+}
+
+const char* registered_name(const void* record) noexcept {
+  return static_cast<const Function*>(record)->device_name.c_str();
+}
+
+cudaError_t registered_has_no_code(const void* record, const char* api) noexcept {
+  auto& fn = *static_cast<Function*>(const_cast<void*>(record));
+  try {
+    auto& log = *log::get();
+    const auto level = fn.explained.exchange(true) ? spdlog::level::debug : spdlog::level::err;
+    log.log(level,
+            "{}: kernel '{}' was compiled by nvcc to PTX/SASS, which the '{}' backend cannot run; "
+            "returning cudaErrorNoKernelImageForDevice (load kernels through NVRTC and "
+            "cudaLibraryLoadData/cuModuleLoadData on a backend that executes them)",
+            api, fn.device_name, core::Core::get().backend().name());
+  } catch (...) {
+  }
+  return cudaErrorNoKernelImageForDevice;
 }
 
 }  // namespace cudamux::rt
@@ -278,13 +296,6 @@ cudaError_t launch_kernel_handle(cudaKernel_t kernel, dim3 grid, dim3 block, cud
   return launch_registered(*reinterpret_cast<Function*>(kernel), grid, block, stream, pt,
                            "__cudaLaunchKernel");
 }
-cudaError_t launch_stub(const void* func, dim3 grid, dim3 block, cudaStream_t stream, bool pt) {
-  if (cudaError_t e = enter()) return e;
-  Function* fn = find_function(func);
-  if (!fn)
-    return reject(cudaErrorInvalidDeviceFunction, "cudaLaunchKernel", "not a registered kernel");
-  return launch_registered(*fn, grid, block, stream, pt, "cudaLaunchKernel");
-}
 }  // namespace
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t,
@@ -295,13 +306,4 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
                                     size_t, cudaStream_t stream) {
   return launch_kernel_handle(kernel, gridDim, blockDim, stream, true);
 }
-cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t,
-                             cudaStream_t stream) {
-  return launch_stub(func, gridDim, blockDim, stream, false);
-}
-cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t,
-                                  cudaStream_t stream) {
-  return launch_stub(func, gridDim, blockDim, stream, true);
-}
-
 }  // namespace cudamux::rt::impl
