@@ -133,7 +133,7 @@ CUresult Core::do_load_backend() {
   driver_version_ = settings.driver_version;
 
   try {
-    plugins::LoadedBackend loaded = plugins::load_backend(settings, logger_);
+    plugins::LoadedBackend loaded = plugins::load_backend(std::move(settings), logger_);
     backend_ = loaded.backend;
     logger_->info("backend '{}' from {} ({})", loaded.name, loaded.file, loaded.reason);
     backend_name_ = loaded.name;  // issue 8: for cudamux-info (cuda_env::loaded_backend)

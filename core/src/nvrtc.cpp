@@ -446,10 +446,14 @@ nvrtcResult size_of(nvrtcProgram prog, std::size_t* out, const char* fn,
 }
 }  // namespace
 
-// Images that already end in their NUL (NVIDIA's PTX, the mock's text image) are handed
-// out as they are, so the size matches NVIDIA's NVRTC; others get one appended.
+// Text images that already end in their NUL (NVIDIA's PTX, the mock's module text) are
+// handed out as they are, so the size matches NVIDIA's NVRTC; anything else (binary code
+// objects may well end in a zero byte of their own) gets one appended.
 static std::size_t ptx_size(const nvrtc_core::Program& p) {
-  return !p.image.empty() && p.image.back() == '\0' ? p.image.size() : p.image.size() + 1;
+  const auto& im = p.image;
+  const bool nul_terminated_text =
+      !im.empty() && im.back() == '\0' && std::memchr(im.data(), 0, im.size() - 1) == nullptr;
+  return nul_terminated_text ? im.size() : im.size() + 1;
 }
 
 nvrtcResult nvrtcGetPTXSize(nvrtcProgram prog, size_t* ptxSizeRet) {

@@ -38,6 +38,11 @@ struct SearchDir {
 struct Holder {
   boost::dll::shared_library library;
   std::unique_ptr<toml::table> config;  // the plugin may keep pointers into its table
+  // The whole parsed config when the caller gave it up (load_backend(Settings&&)): the
+  // plugin's table then points into it and keeps its source positions, which a copy
+  // of a toml++ table loses (plugins' config errors name file:line:column).
+  std::unique_ptr<toml::table> document;
+  const toml::table* host_table = nullptr;  // what the plugin was given
   backend::Backend* backend = nullptr;
 };
 
@@ -274,8 +279,23 @@ AutoChoice choose_auto(const AmdGpuProbe& amd, bool hip_plugin, const NvidiaGpuP
 
 }  // namespace detail
 
-LoadedBackend load_backend(const config::Settings& settings,
-                           std::shared_ptr<spdlog::logger> logger) {
+namespace {
+LoadedBackend load_backend_impl(const config::Settings& settings, std::shared_ptr<spdlog::logger> logger,
+                                std::unique_ptr<toml::table> document);
+}  // namespace
+
+LoadedBackend load_backend(const config::Settings& settings, std::shared_ptr<spdlog::logger> logger) {
+  return load_backend_impl(settings, std::move(logger), nullptr);
+}
+
+LoadedBackend load_backend(config::Settings&& settings, std::shared_ptr<spdlog::logger> logger) {
+  auto document = std::make_unique<toml::table>(std::move(settings.document));
+  return load_backend_impl(settings, std::move(logger), std::move(document));
+}
+
+namespace {
+LoadedBackend load_backend_impl(const config::Settings& settings, std::shared_ptr<spdlog::logger> logger,
+                                std::unique_ptr<toml::table> document) {
   if (!logger) logger = log::get();
   const std::vector<SearchDir> dirs = search_dirs(settings);
 
@@ -352,10 +372,14 @@ LoadedBackend load_backend(const config::Settings& settings,
                       " (rebuild the plugin against this cudamux's backend.hpp)" + searched);
   }
 
-  if (const toml::table* table = settings.document[result.name].as_table()) {
+  if (document) {
+    h->document = std::move(document);
+    if (toml::table* table = (*h->document)[result.name].as_table()) h->host_table = table;
+  } else if (const toml::table* table = settings.document[result.name].as_table()) {
     h->config = std::make_unique<toml::table>(*table);
+    h->host_table = h->config.get();
   }
-  const backend::PluginHost host{backend::kAbiVersion, logger, h->config.get(), settings.source};
+  const backend::PluginHost host{backend::kAbiVersion, logger, h->host_table, settings.source};
   const int timeout_s = init_timeout_seconds(logger);
   auto call = std::make_shared<CreateCall>();
   auto run_create = [call, create, host] {
@@ -421,5 +445,6 @@ LoadedBackend load_backend(const config::Settings& settings,
   result.backend = h->backend;
   return result;
 }
+}  // namespace
 
 }  // namespace cudamux::plugins

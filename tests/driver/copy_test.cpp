@@ -241,6 +241,9 @@ TEST_F(Copy, AsyncCopyIsOrderedAfterQueuedWork) {
   const size_t n = 4096;
   DeviceBuffer a(n);
   ASSERT_OK(cuMemsetD8_v2(a.ptr, 0x01, n));
+  // cuMemsetD8 on device memory is asynchronous to the host and the stream below does
+  // not order after the legacy stream: finish the memset first.
+  ASSERT_OK(cuCtxSynchronize());
   unsigned char* pinned = nullptr;
   ASSERT_OK(cuMemAllocHost_v2(reinterpret_cast<void**>(&pinned), n));
   std::memset(pinned, 0, n);

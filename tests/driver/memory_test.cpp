@@ -143,8 +143,12 @@ TEST_F(Memory, FreeWaitsForWorkOfOtherContextsOnTheMemory) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
       gate.release();
     });
-    if (round == 0) EXPECT_OK(cuMemFree_v2(p));
-    if (round == 1) EXPECT_OK(cuMemFreeHost(h));
+    if (round == 0) {
+      EXPECT_OK(cuMemFree_v2(p));
+    }
+    if (round == 1) {
+      EXPECT_OK(cuMemFreeHost(h));
+    }
     if (round == 2) {
       EXPECT_OK(cuCtxDestroy_v2(other));  // destroying the owner frees what is left in it
     }

@@ -51,6 +51,9 @@ std::vector<std::string> search_paths(const config::Settings& settings);
 // plugin's config table. A null logger means log::get(). Throws PluginError.
 LoadedBackend load_backend(const config::Settings& settings,
                            std::shared_ptr<spdlog::logger> logger);
+// Same, taking over the parsed document so the plugin's table keeps its source
+// positions (file:line:column in the plugin's own config errors). cuInit uses this.
+LoadedBackend load_backend(config::Settings&& settings, std::shared_ptr<spdlog::logger> logger);
 
 namespace detail {
 struct AmdGpuProbe {
