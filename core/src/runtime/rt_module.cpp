@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -48,7 +49,13 @@ struct Registry {
   std::mutex mutex;
   std::map<void**, std::unique_ptr<Module>> modules;
   std::unordered_map<const void*, std::unique_ptr<Function>> functions;  // by host stub
-  std::unordered_map<const void*, SymbolEntry> symbols;                  // by host shadow
+  // The records above, which are also CUDA 13's kernel handles of registered stubs: every
+  // launch of a `const void*` asks whether it is one, so the answer is a hash lookup.
+  std::unordered_set<const void*> records;
+  // records.size(), readable without the lock: a program with no nvcc-registered kernels
+  // (NVRTC + cudaLibrary*) skips the lookup on every launch.
+  std::atomic<std::size_t> live{0};
+  std::unordered_map<const void*, SymbolEntry> symbols;  // by host shadow
   // Device copies of symbols, per context they were created in.
   std::map<std::pair<const void*, CUcontext>, CUdeviceptr> copies;
 };
@@ -74,9 +81,7 @@ Function* find_function(const void* stub) {
 bool is_kernel_handle(const void* k) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  for (const auto& [stub, fn] : r.functions)
-    if (fn.get() == k) return true;
-  return false;
+  return r.records.contains(k);
 }
 
 // Launch of a registered kernel: no backend runs nvcc-compiled device code yet.
@@ -135,9 +140,12 @@ void forget_symbols(int /*device*/) noexcept {
 
 const void* registered(const void* func) noexcept {
   if (!func) return nullptr;
-  if (Function* fn = find_function(func)) return fn;
+  Registry& r = registry();
+  if (r.live.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard lock(r.mutex);
+  if (const auto it = r.functions.find(func); it != r.functions.end()) return it->second.get();
   // CUDA 13's kernel handle of a registered stub (__cudaGetKernel) is its record.
-  return is_kernel_handle(func) ? func : nullptr;
+  return r.records.contains(func) ? func : nullptr;
 }
 
 const char* registered_name(const void* record) noexcept {
@@ -193,7 +201,12 @@ void __cudaUnregisterFatBinary(void** fatCubinHandle) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   if (r.modules.erase(fatCubinHandle) == 0) return;
-  std::erase_if(r.functions, [&](const auto& kv) { return kv.second->module == fatCubinHandle; });
+  std::erase_if(r.functions, [&](const auto& kv) {
+    if (kv.second->module != fatCubinHandle) return false;
+    r.records.erase(kv.second.get());
+    return true;
+  });
+  r.live.store(r.records.size(), std::memory_order_release);
   std::erase_if(r.symbols, [&](const auto& kv) { return kv.second.module == fatCubinHandle; });
   // Device copies stay with their contexts (freed when the context goes); runs from
   // atexit, when calling into the backend is no longer safe.
@@ -208,7 +221,11 @@ void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* de
   fn->device_name = deviceName ? deviceName : (deviceFun ? deviceFun : "?");
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  r.functions[hostFun] = std::move(fn);
+  auto& slot = r.functions[hostFun];
+  if (slot) r.records.erase(slot.get());  // registered again: the old record goes
+  r.records.insert(fn.get());
+  slot = std::move(fn);
+  r.live.store(r.records.size(), std::memory_order_release);
 }
 
 void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char*, const char* deviceName, int,
