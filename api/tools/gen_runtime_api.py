@@ -207,6 +207,70 @@ template <class T>
 static __inline__ cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, T *symbolPtr) {{
     return cudaGetFuncBySymbol(functionPtr, (const void *)symbolPtr);
 }}
+/* The block-size calculator (no exported symbol: templates over the exported occupancy
+ * query). Searches block sizes from the largest allowed down, a warp at a time, for the one
+ * that keeps the most threads resident per multiprocessor (ties: the larger block);
+ * minGridSize is then enough blocks to fill every multiprocessor at that occupancy. */
+template <class UnaryFunction, class T>
+static __inline__ cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(
+    int *minGridSize, int *blockSize, T func, UnaryFunction blockSizeToDynamicSMemSize, int blockSizeLimit = 0,
+    unsigned int flags = 0) {{
+    if (!minGridSize || !blockSize || !func || blockSizeLimit < 0) return cudaErrorInvalidValue;
+    int device = 0, maxThreads = 0, smCount = 0, warp = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&maxThreads, cudaDevAttrMaxThreadsPerBlock, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, device);
+    struct cudaFuncAttributes attr;
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, (const void *)func);
+    if (e != cudaSuccess) return e;
+    if (warp <= 0) warp = 32;
+    int top = attr.maxThreadsPerBlock < maxThreads ? attr.maxThreadsPerBlock : maxThreads;
+    if (blockSizeLimit > 0 && blockSizeLimit < top) top = blockSizeLimit;
+    int bestSize = 0, bestBlocks = 0;
+    long long bestThreads = 0;
+    for (int size = top; size > 0; size = (size % warp) ? size - size % warp : size - warp) {{
+        int blocks = 0;
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+            &blocks, (const void *)func, size, (size_t)blockSizeToDynamicSMemSize(size), flags);
+        if (e != cudaSuccess) return e;
+        if ((long long)blocks * size > bestThreads) {{
+            bestThreads = (long long)blocks * size;
+            bestSize = size;
+            bestBlocks = blocks;
+        }}
+    }}
+    *blockSize = bestSize;
+    *minGridSize = bestBlocks * smCount;
+    return cudaSuccess;
+}}
+template <class UnaryFunction, class T>
+static __inline__ cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMem(int *minGridSize, int *blockSize, T func,
+                                                                             UnaryFunction blockSizeToDynamicSMemSize,
+                                                                             int blockSizeLimit = 0) {{
+    return cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(minGridSize, blockSize, func,
+                                                                   blockSizeToDynamicSMemSize, blockSizeLimit,
+                                                                   cudaOccupancyDefault);
+}}
+/* A fixed amount of dynamic shared memory whatever the block size. */
+struct __cudaOccupancyFixedSMem {{
+    size_t bytes;
+    size_t operator()(int) const {{ return bytes; }}
+}};
+template <class T>
+static __inline__ cudaError_t cudaOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, T func,
+                                                                          size_t dynamicSMemSize = 0,
+                                                                          int blockSizeLimit = 0,
+                                                                          unsigned int flags = 0) {{
+    return cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(
+        minGridSize, blockSize, func, __cudaOccupancyFixedSMem{{dynamicSMemSize}}, blockSizeLimit, flags);
+}}
+template <class T>
+static __inline__ cudaError_t cudaOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, T func,
+                                                                 size_t dynamicSMemSize = 0, int blockSizeLimit = 0) {{
+    return cudaOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, dynamicSMemSize, blockSizeLimit,
+                                                       cudaOccupancyDefault);
+}}
 #endif /* __cplusplus */
 
 #endif /* __CUDA_RUNTIME_H__ */

@@ -3,7 +3,7 @@
 // cudaLaunchCooperativeKernel as a cudaKernel_t or a CUfunction; attributes and occupancy
 // against the driver's answers; bad input.
 #include <cuda.h>
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>  // the typed wrappers and the block-size calculator templates
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
@@ -380,6 +380,38 @@ TEST_F(RuntimeKernels, OccupancyIsTheDriversOccupancy) {
   EXPECT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, reverse_, 64, 0, 8u),
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, nullptr, 64, 0),
+            cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+}
+
+size_t smem_per_block(int block) { return static_cast<size_t>(block) * 24; }
+
+TEST_F(RuntimeKernels, BlockSizeCalculatorAgreesWithTheDriver) {
+  CUfunction f = nullptr;
+  ASSERT_EQ(cuKernelGetFunction(&f, reinterpret_cast<CUkernel>(reverse_)), CUDA_SUCCESS);
+  for (size_t dyn : {size_t{0}, size_t{4096}, size_t{40000}}) {
+    for (int limit : {0, 200, 96}) {
+      int grid = -1, block = -1, drv_grid = -2, drv_block = -2;
+      ASSERT_RT(cudaOccupancyMaxPotentialBlockSize(&grid, &block, reverse_, dyn, limit));
+      ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&drv_grid, &drv_block, f, nullptr, dyn, limit),
+                CUDA_SUCCESS);
+      EXPECT_EQ(block, drv_block) << "dyn " << dyn << " limit " << limit;
+      EXPECT_EQ(grid, drv_grid) << "dyn " << dyn << " limit " << limit;
+      EXPECT_GT(block, 0);
+      if (limit > 0) {
+        EXPECT_LE(block, limit);
+      }
+    }
+  }
+  int grid = 0, block = 0, drv_grid = 0, drv_block = 0;
+  ASSERT_RT(cudaOccupancyMaxPotentialBlockSizeVariableSMem(&grid, &block, f, smem_per_block));
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&drv_grid, &drv_block, f, smem_per_block, 0, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(block, drv_block);
+  EXPECT_EQ(grid, drv_grid);
+  EXPECT_EQ(cudaOccupancyMaxPotentialBlockSize(nullptr, &block, reverse_), cudaErrorInvalidValue);
+  int local = 0;
+  EXPECT_EQ(cudaOccupancyMaxPotentialBlockSize(&grid, &block, &local),
             cudaErrorInvalidDeviceFunction);
   (void)cudaGetLastError();
 }
