@@ -400,6 +400,10 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* c
     nvrtcResult r = NVRTC_ERROR_INTERNAL_ERROR;
     if (const auto cu = backend.errors().to_cuda(status.native)) {
       if (*cu == CUDA_ERROR_OUT_OF_MEMORY) r = NVRTC_ERROR_OUT_OF_MEMORY;
+      // The backend cannot honour what was asked (e.g. an architecture its compiler does
+      // not know, which would crash hipRTC 5.2): an option problem, not an internal one.
+      if (*cu == CUDA_ERROR_NOT_SUPPORTED) r = NVRTC_ERROR_INVALID_OPTION;
+      if (*cu == CUDA_ERROR_INVALID_VALUE) r = NVRTC_ERROR_INVALID_INPUT;
     } else {
       r = static_cast<nvrtcResult>(policy::unmapped("nvrtcResult", backend.name(), status.native, native,
                                                     NVRTC_ERROR_INTERNAL_ERROR));

@@ -171,7 +171,9 @@ class Compiler {
  public:
   virtual ~Compiler() = default;
   // Status is for failures of the compiler itself (not found, crashed): a program with
-  // errors is a successful call with result.success == false.
+  // errors is a successful call with result.success == false. A request the backend cannot
+  // honour answers not_supported() (NVRTC_ERROR_INVALID_OPTION, e.g. an unknown target
+  // architecture) or invalid_value() (NVRTC_ERROR_INVALID_INPUT), with a line in result.log.
   virtual Status compile(const CompileRequest& request, CompileResult& result) = 0;
   // Architectures accepted in CompileOptions::arch, ascending (nvrtcGetSupportedArchs).
   [[nodiscard]] virtual std::vector<int> supported_archs() const = 0;
