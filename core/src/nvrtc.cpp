@@ -467,7 +467,7 @@ nvrtcResult nvrtcGetPTXSize(nvrtcProgram prog, size_t* ptxSizeRet) {
 nvrtcResult nvrtcGetPTX(nvrtcProgram prog, char* ptx) {
   CUDAMUX_NVRTC_PROGRAM(p, prog, "nvrtcGetPTX");
   if (!ptx) return reject(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetPTX", "null buffer");
-  std::memcpy(ptx, p.image.data(), p.image.size());
+  if (!p.image.empty()) std::memcpy(ptx, p.image.data(), p.image.size());  // data() may be null
   if (ptx_size(p) > p.image.size()) ptx[p.image.size()] = '\0';
   return NVRTC_SUCCESS;
 }

@@ -291,7 +291,7 @@ class Queue final : public be::Queue {
         rec->shared_bytes = d.shared_bytes;
         rec->cooperative = d.cooperative;
         rec->args_size = static_cast<unsigned>(args.size());
-        std::memcpy(rec->args, args.data(), std::min(args.size(), sizeof rec->args));
+        if (!args.empty()) std::memcpy(rec->args, args.data(), std::min(args.size(), sizeof rec->args));
         ++rec->launches;
       } else if (f->name_ == "axpy") {
         float a;
