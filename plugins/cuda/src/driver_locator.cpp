@@ -83,7 +83,7 @@ bool is_loaded_library(const std::string& path, const char* symbol) {
   return same_file(info.dli_fname, path);
 }
 
-std::vector<std::string> default_search_dirs() {
+std::vector<std::string> ld_library_path_dirs() {
   std::vector<std::string> out;
   if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
     std::string_view rest = ld;
@@ -95,6 +95,55 @@ std::vector<std::string> default_search_dirs() {
       rest.remove_prefix(colon + 1);
     }
   }
+  return out;
+}
+
+std::vector<std::string> candidate_paths(const std::vector<std::string>& dirs,
+                                         const char* file_name) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(dir, ec);
+    if (!seen.insert(ec ? dir : canonical.string()).second) continue;
+    out.push_back((fs::path(dir) / file_name).string());
+  }
+  return out;
+}
+
+void* open_foreign_library(const std::string& path, const char* identity_section,
+                           const char* own_symbol, const char* what, std::string& why) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    why = "does not exist";
+    return nullptr;
+  }
+  std::string elf_error;
+  const auto marked = elf_has_section(path, identity_section, elf_error);
+  if (!marked) {
+    why = elf_error;
+    return nullptr;
+  }
+  if (*marked) {
+    why = std::string("is cudamux's own ") + what + " (it has the " + identity_section +
+          " section), not NVIDIA's";
+    return nullptr;
+  }
+  if (is_loaded_library(path, own_symbol)) {
+    why = std::string("is the ") + what +
+          " this process already runs on (cudamux's own), not NVIDIA's";
+    return nullptr;
+  }
+  void* handle = ::dlopen(path.c_str(), open_flags());
+  if (handle == nullptr) {
+    const char* e = ::dlerror();
+    why = std::string("cannot be loaded: ") + (e != nullptr ? e : "unknown dlopen error");
+  }
+  return handle;
+}
+
+std::vector<std::string> default_search_dirs() {
+  std::vector<std::string> out = ld_library_path_dirs();
   for (const char* d :
        {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"}) {
     out.emplace_back(d);
@@ -103,34 +152,10 @@ std::vector<std::string> default_search_dirs() {
 }
 
 std::optional<OpenedDriver> open_driver(const std::string& path, std::string& why) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    why = "does not exist";
-    return std::nullopt;
-  }
-  std::string elf_error;
-  const auto marked = elf_has_section(path, kIdentitySection, elf_error);
-  if (!marked) {
-    why = elf_error;
-    return std::nullopt;
-  }
-  if (*marked) {
-    why = std::string("is cudamux's own libcuda.so.1 (it has the ") + kIdentitySection +
-          " section), not NVIDIA's";
-    return std::nullopt;
-  }
-  if (is_loaded_libcuda(path)) {
-    why = "is the libcuda.so.1 this process already runs on (cudamux's own), not NVIDIA's";
-    return std::nullopt;
-  }
   OpenedDriver d;
   d.path = path;
-  d.handle = ::dlopen(path.c_str(), open_flags());
-  if (d.handle == nullptr) {
-    const char* e = ::dlerror();
-    why = std::string("cannot be loaded: ") + (e != nullptr ? e : "unknown dlopen error");
-    return std::nullopt;
-  }
+  d.handle = open_foreign_library(path, kIdentitySection, "cuInit", kDriverFileName, why);
+  if (d.handle == nullptr) return std::nullopt;
   const char* missing = nullptr;
 #define CUDAMUX_NVIDIA_RESOLVE(name)                                               \
   if (missing == nullptr) {                                                        \
@@ -149,12 +174,7 @@ std::optional<OpenedDriver> open_driver(const std::string& path, std::string& wh
 
 SearchResult search_driver(const std::vector<std::string>& dirs) {
   SearchResult result;
-  std::set<std::string> seen;
-  for (const std::string& dir : dirs) {
-    std::error_code ec;
-    const fs::path canonical = fs::weakly_canonical(dir, ec);
-    if (!seen.insert(ec ? dir : canonical.string()).second) continue;
-    const std::string candidate = (fs::path(dir) / kDriverFileName).string();
+  for (const std::string& candidate : candidate_paths(dirs, kDriverFileName)) {
     std::string why;
     if (auto d = open_driver(candidate, why)) {
       result.driver = std::move(d);

@@ -34,6 +34,19 @@ bool is_loaded_libcuda(const std::string& path);
 // The same for any library: `path` is the file defining `symbol` in the global scope.
 bool is_loaded_library(const std::string& path, const char* symbol);
 
+// Shared with the NVRTC locator (nvrtc_locator.cpp), whose library has the same problem.
+// LD_LIBRARY_PATH's entries, in order.
+std::vector<std::string> ld_library_path_dirs();
+// <dir>/<file_name> for each of `dirs`, in order, folders naming the same place skipped.
+std::vector<std::string> candidate_paths(const std::vector<std::string>& dirs,
+                                         const char* file_name);
+// dlopens `path` (RTLD_LOCAL, and RTLD_DEEPBIND so it binds to itself) when it is the
+// vendor's `what` rather than cudamux's own library of the same soname: it exists, has no
+// `identity_section`, and is not the file defining `own_symbol` in this process. Otherwise
+// nullptr, with `why` saying which check refused it.
+void* open_foreign_library(const std::string& path, const char* identity_section,
+                           const char* own_symbol, const char* what, std::string& why);
+
 // The folders searched when no driver is configured: each LD_LIBRARY_PATH entry, then
 // /usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/local/nvidia/lib64, /usr/lib/wsl/lib.
 std::vector<std::string> default_search_dirs();
