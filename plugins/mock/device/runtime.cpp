@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cudamux/device_abi.h"
+#include "kernel_thread.hpp"
 
 #define CUDAMUX_DEVICE_EXPORT extern "C" __attribute__((visibility("default")))
 #define CUDAMUX_IE __attribute__((tls_model("initial-exec")))
@@ -42,6 +43,8 @@ __attribute__((visibility("default"))) __thread cudamux_u3 cudamux_gridDim CUDAM
 __attribute__((visibility("default"))) __thread void* cudamux_dyn_shared CUDAMUX_IE;
 // Nonzero while the running fiber was handed off: its loop stops after the current thread.
 __attribute__((visibility("default"))) __thread unsigned cudamux_handed_off CUDAMUX_IE;
+// Nesting depth of atomics in memcheck modules (their accesses are not shared-memory hazards).
+__attribute__((visibility("default"))) __thread unsigned cudamux_memcheck_atomic CUDAMUX_IE;
 }
 
 namespace {
@@ -67,6 +70,7 @@ struct Rec {
   unsigned thread = 0;     // thread it is parked with / runs
   unsigned accounted = 0;  // threads of this fiber below this index have exited
   bool handed_off = false;
+  std::uintptr_t stack_top = 0;  // kernel frames on this fiber lie below (memcheck, issue 9)
   cudamux_u3 tid{};
   // Collective in flight.
   int op = 0;
@@ -95,16 +99,31 @@ struct Worker {
   bool direct = false;  // running a barrier-free block on this thread's own stack
   int abort = 0;
   std::string message;
+
+  // What memcheck and fault reports need (issue 9): the launch, the block's shared memory,
+  // where kernel frames of a direct run end, and the barrier epochs of the block (a barrier
+  // released bumps the block's; a warp collective released bumps its warp's).
+  const cudamux_launch* launch = nullptr;
+  void* dyn_shared = nullptr;
+  std::uintptr_t direct_stack_top = 0;
+  std::uint64_t block_serial = 0;
+  std::uint32_t barrier_epoch = 0;
+  std::vector<std::uint32_t> warp_epoch;
+  cudamux::device::AltStack alt_stack;  // where the fault handler runs (stack overflows)
+  cudamux::device::MemcheckState memcheck;
 };
 
-thread_local Worker* t_worker = nullptr;
+// Initial-exec: the fault handler reads it (no __tls_get_addr inside a signal handler).
+__thread Worker* t_worker CUDAMUX_IE = nullptr;
 
 Worker& worker() {
-  // Leaked on purpose at thread exit? No: owned by a thread_local holder below.
+  // Owned by a thread_local holder: freed at thread exit.
   thread_local std::unique_ptr<Worker> holder;
   if (!holder) {
     holder = std::make_unique<Worker>();
     t_worker = holder.get();
+    cudamux::device::install_fault_handler();
+    holder->alt_stack.install();
   }
   return *holder;
 }
@@ -124,6 +143,7 @@ void account_exits(Worker& w, unsigned begin, unsigned end) {
 
 void fiber_main(Rec* r) {
   Worker& w = *t_worker;
+  r->stack_top = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   for (;;) {
     try {
       if (w.abort == 0) r->loop(r->args, r->start);
@@ -238,6 +258,7 @@ unsigned long long reduce(int op, unsigned long long a, unsigned long long b) {
 }
 
 void release_warp(Worker& w, unsigned warp) {
+  ++w.warp_epoch[warp];
   auto& lanes = w.warp_lanes[warp];
   const unsigned count = lanes_in_warp(w, warp);
   unsigned present = 0;  // lanes parked here
@@ -321,6 +342,7 @@ void release_warp(Worker& w, unsigned warp) {
 }
 
 void release_block(Worker& w) {
+  ++w.barrier_epoch;
   std::sort(w.parked_block.begin(), w.parked_block.end(),
             [](const Rec* a, const Rec* b) { return a->thread < b->thread; });
   unsigned count = 0;
@@ -404,6 +426,7 @@ namespace {
 int run_direct(Worker& w, const cudamux_launch* launch, char* message, unsigned message_size) {
   w.direct = true;
   w.abort = 0;
+  w.direct_stack_top = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   cudamux_handed_off = 0;
   try {
     launch->loop(launch->args, 0);
@@ -434,6 +457,11 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
   cudamux_blockDim = launch->block;
   cudamux_gridDim = launch->grid;
   cudamux_dyn_shared = dyn_shared;
+  cudamux_memcheck_atomic = 0;
+  w.launch = launch;
+  w.dyn_shared = dyn_shared;
+  ++w.block_serial;
+  w.barrier_epoch = 0;
   if ((launch->flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0)
     return run_direct(w, launch, message, message_size);
   w.n = n;
@@ -444,6 +472,7 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
   const unsigned warps = (n + 31) / 32;
   w.exited_warp.assign(warps, 0);
   w.parked_warp_count.assign(warps, 0);
+  w.warp_epoch.assign(warps, 0);
   if (w.warp_lanes.size() < warps) w.warp_lanes.resize(warps);
   for (unsigned i = 0; i < warps; ++i) w.warp_lanes[i].fill(nullptr);
   w.parked_block.clear();
@@ -555,3 +584,38 @@ CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_clock64(void) {
   return static_cast<unsigned long long>(
       std::chrono::steady_clock::now().time_since_epoch().count());
 }
+
+namespace cudamux::device {
+
+bool current_kernel_thread(KernelThread& out) {
+  Worker* w = t_worker;
+  if (w == nullptr || (w->current == nullptr && !w->direct) || w->launch == nullptr) return false;
+  out.launch = w->launch;
+  out.dyn_shared = w->dyn_shared;
+  out.block_serial = w->block_serial;
+  out.barrier_epoch = w->barrier_epoch;
+  const cudamux_u3 t = cudamux_threadIdx;
+  const cudamux_u3 d = cudamux_blockDim;
+  out.thread = t.x + d.x * (t.y + d.y * t.z);
+  out.memcheck = &w->memcheck;
+  if (w->current != nullptr) {
+    out.stack_top = w->current->stack_top;
+    const unsigned warp = out.thread / 32;
+    out.warp_epoch = warp < w->warp_epoch.size() ? w->warp_epoch[warp] : 0;
+  } else {
+    out.stack_top = w->direct_stack_top;
+    out.warp_epoch = 0;  // a direct run reaches no warp collective
+  }
+  return true;
+}
+
+void abort_block(int code, const char* message) {
+  Worker& w = *t_worker;
+  if (w.abort == 0) {
+    w.abort = code;
+    w.message = message;
+  }
+  throw BlockAbort{};
+}
+
+}  // namespace cudamux::device

@@ -728,8 +728,8 @@ void check_text(const std::string& text,
 // Decides each kernel's flags and builds the fissioned twins (appended to `twins`).
 void analyse_kernels(const std::string& src, const std::string& code,
                      std::vector<KernelDecl>& kernels, const be::CompileRequest& request,
-                     const std::string& quoted_name, bool allow_fission, std::string& twins,
-                     spdlog::logger& log) {
+                     const std::string& quoted_name, bool allow_fission, bool allow_flat,
+                     std::string& twins, spdlog::logger& log) {
   // A declaration without body takes its definition's body (the registration uses the first).
   for (auto& k : kernels) {
     if (k.body_b != std::string::npos) continue;
@@ -771,7 +771,7 @@ void analyse_kernels(const std::string& src, const std::string& code,
       each_ident(code, k.body_b, k.body_e, [&](std::string_view id, std::size_t) {
         asserts = asserts || id == "assert" || id == "cudamux_threadIdx";
       });
-      if (!facts.thread_idx_outside && !asserts) {
+      if (!facts.thread_idx_outside && !asserts && allow_flat) {
         const std::string name = "__cmx_flat_" + std::to_string(twin_index++);
         const bool no_params = k.params.empty() || k.params == "void";
         std::string open;
@@ -885,11 +885,18 @@ DeviceFiles device_files() {
 }
 
 CompilerSettings compiler_settings(const std::string& config_compiler,
-                                   const std::string& config_cache_dir, bool config_fission) {
+                                   const std::string& config_cache_dir, bool config_fission,
+                                   bool config_memcheck) {
   CompilerSettings s;
   s.fission = config_fission;
   if (const char* f = std::getenv("CUDAMUX_MOCK_FISSION"); f != nullptr && *f != '\0')
     s.fission = std::string_view(f) != "0";
+  s.memcheck = config_memcheck;
+  if (const char* m = std::getenv("CUDAMUX_MEMCHECK"); m != nullptr && *m != '\0')
+    s.memcheck = std::string_view(m) != "0";
+  // Fissioned code runs its threads between barriers as loops, out of sight of the runtime:
+  // memcheck needs every barrier to reach it (hazard hints).
+  if (s.memcheck) s.fission = false;
   s.compiler = "g++";
   if (!config_compiler.empty()) s.compiler = config_compiler;
   if (const char* e = std::getenv("CUDAMUX_MOCK_CXX"); e != nullptr && *e != '\0') s.compiler = e;
@@ -938,11 +945,22 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
       "-fno-builtin-printf",  // device printf is ours, never rewritten to puts
       "-U_FORTIFY_SOURCE",
       "-fexceptions",
+      // Issue 9: a faulting access in kernel code is turned into a failed launch by throwing
+      // from the signal handler; every trapping instruction must be able to unwind.
+      "-fnon-call-exceptions",
       o.fmad ? "-ffp-contract=fast" : "-ffp-contract=off",
       "-D__CUDA_ARCH__=" + std::to_string(arch * 10),
       "-D__CUDA_ARCH_LIST__=" + std::to_string(arch * 10),
       "-Wl,-Bsymbolic",
   };
+  if (settings_.memcheck) {
+    // Every load and store calls a hook first (the prelude defines them, the device runtime
+    // checks). Stack and globals need no redzones: the runtime knows those ranges.
+    for (const char* f :
+         {"-fsanitize=kernel-address", "--param=asan-instrumentation-with-call-threshold=0",
+          "--param=asan-stack=0", "--param=asan-globals=0", "-D__CUDAMUX_MEMCHECK__=1"})
+      flags.emplace_back(f);
+  }
   if (o.device_debug) flags.push_back("-g");
   if (o.line_info && !o.device_debug) flags.push_back("-g1");
   for (const auto& [k, v] : o.defines) flags.push_back(v.empty() ? "-D" + k : "-D" + k + "=" + v);
@@ -1004,7 +1022,10 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   const std::string src_code = code_view(src);
   std::vector<KernelDecl> kernels = scan_kernels(src_code);
   std::string twins;
-  analyse_kernels(src, src_code, kernels, request, quote(name), settings_.fission, twins, *log_);
+  // Memcheck reports and hazard hints read the running thread's index from the runtime: no
+  // flat twins (they take threadIdx as a parameter) in that mode.
+  analyse_kernels(src, src_code, kernels, request, quote(name), settings_.fission,
+                  !settings_.memcheck, twins, *log_);
   auto program_text = [&] {
     return "#line 1 " + quote(name) + "\n" + src + "\n#line 1 " + quote(kFissionFile) + "\n" +
            twins + "\n#line 1 " + quote(kRegistrationFile) + "\n" +

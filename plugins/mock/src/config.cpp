@@ -97,7 +97,8 @@ void parse_attributes(std::string_view source, const toml::table& table, spdlog:
       // CUDA_ERROR_NOT_SUPPORTED), for testing programs' and cudamux's handling of that.
       if (const auto* text = node.as_string()) {
         if (text->get() != "unsupported")
-          fail(source, node, key, fmt::format("expected an integer or \"unsupported\", got \"{}\"", text->get()));
+          fail(source, node, key,
+               fmt::format("expected an integer or \"unsupported\", got \"{}\"", text->get()));
         profile.attributes[*attr] = std::nullopt;
         continue;
       }
@@ -115,7 +116,8 @@ void parse_attributes(std::string_view source, const toml::table& table, spdlog:
 FaultSpec parse_fault(std::string_view source, const toml::node& node, std::size_t index) {
   const std::string base = fmt::format("faults[{}]", index);
   const auto* t = node.as_table();
-  if (t == nullptr) fail(source, node, base, fmt::format("expected a table, got {}", type_name(node)));
+  if (t == nullptr)
+    fail(source, node, base, fmt::format("expected a table, got {}", type_name(node)));
   FaultSpec f;
   bool has_call = false;
   bool has_error = false;
@@ -127,10 +129,11 @@ FaultSpec parse_fault(std::string_view source, const toml::node& node, std::size
       f.ops = operations_of(f.call);
       if (f.ops.empty())
         fail(source, value, key,
-             fmt::format("unknown call \"{}\": expected the base name of a CUDA entry point the mock "
-                         "can fail, like \"cuMemAlloc\", \"cudaMalloc\", \"cuLaunchKernel\" or "
-                         "\"nvrtcCompileProgram\" (list in docs/backends/mock.md)",
-                         f.call));
+             fmt::format(
+                 "unknown call \"{}\": expected the base name of a CUDA entry point the mock "
+                 "can fail, like \"cuMemAlloc\", \"cudaMalloc\", \"cuLaunchKernel\" or "
+                 "\"nvrtcCompileProgram\" (list in docs/backends/mock.md)",
+                 f.call));
       has_call = true;
     } else if (name == "error") {
       f.error_name = std::string(string(source, value, key));
@@ -154,7 +157,8 @@ FaultSpec parse_fault(std::string_view source, const toml::node& node, std::size
     }
   }
   if (!has_call) fail(source, node, base + ".call", "missing: every fault names the call it fails");
-  if (!has_error) fail(source, node, base + ".error", "missing: every fault names the error it injects");
+  if (!has_error)
+    fail(source, node, base + ".error", "missing: every fault names the error it injects");
   return f;
 }
 
@@ -192,13 +196,19 @@ std::optional<std::string> parse_config(const toml::table* table, std::string_vi
           if (!v)
             fail(source, node, key, fmt::format("expected a boolean, got {}", type_name(node)));
           out.fission = *v;
+        } else if (key == "memcheck") {
+          const auto v = node.value<bool>();
+          if (!v)
+            fail(source, node, key, fmt::format("expected a boolean, got {}", type_name(node)));
+          out.memcheck = *v;
         } else if (key == "workers") {
           out.workers = static_cast<int>(integer(source, node, key, 0, 1024));
         } else if (key == "faults") {
           const auto* list = node.as_array();
           if (list == nullptr)
             fail(source, node, key,
-                 fmt::format("expected an array of tables ([[mock.faults]]), got {}", type_name(node)));
+                 fmt::format("expected an array of tables ([[mock.faults]]), got {}",
+                             type_name(node)));
           for (std::size_t i = 0; i < list->size(); ++i)
             out.faults.push_back(parse_fault(source, *list->get(i), i));
         } else if (key == "attributes") {

@@ -35,6 +35,9 @@ struct MockConfig {
   int workers = 0;
   // Loop fission at barriers for kernels it can prove safe (else fibers); false: fibers only.
   bool fission = true;
+  // Memcheck (issue 9): kernels are compiled with every access checked (and without fission,
+  // so that barriers are seen); CUDAMUX_MEMCHECK=0/1 overrides.
+  bool memcheck = false;
   // [[mock.faults]] (issue 6): errors injected into the backend operations behind CUDA calls.
   std::vector<FaultSpec> faults;
 };

@@ -46,11 +46,13 @@ struct CompilerSettings {
   std::string compiler;   // "g++" unless [mock] compiler / CUDAMUX_MOCK_CXX say otherwise
   std::string cache_dir;  // empty: caching off
   bool fission = true;    // [mock] fission; CUDAMUX_MOCK_FISSION=0/1 overrides
+  bool memcheck = false;  // [mock] memcheck; CUDAMUX_MEMCHECK=0/1 overrides (issue 9)
 };
 // [mock] compiler/cache_dir plus the environment (CUDAMUX_MOCK_CXX, CUDA_CACHE_DISABLE,
-// CUDA_CACHE_PATH, XDG_CACHE_HOME, HOME).
+// CUDA_CACHE_PATH, XDG_CACHE_HOME, HOME, CUDAMUX_MOCK_FISSION, CUDAMUX_MEMCHECK).
 CompilerSettings compiler_settings(const std::string& config_compiler,
-                                   const std::string& config_cache_dir, bool config_fission = true);
+                                   const std::string& config_cache_dir, bool config_fission = true,
+                                   bool config_memcheck = false);
 
 class MockCompiler final : public be::Compiler {
  public:

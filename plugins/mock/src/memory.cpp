@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "cudamux/device_abi.h"
+
 namespace cudamux::mock {
 namespace {
 
@@ -31,6 +33,7 @@ std::unique_ptr<DeviceArena> DeviceArena::create(std::size_t capacity, std::stri
             " bytes of address space for a mock device: " + std::strerror(errno);
     return nullptr;
   }
+  cudamux_memcheck_add_arena(base, reserved);  // issue 9: reports tell device memory apart
   return std::unique_ptr<DeviceArena>(new DeviceArena(static_cast<std::byte*>(base), reserved,
                                                       round_down(capacity, kDeviceAlignment)));
 }
@@ -40,7 +43,10 @@ DeviceArena::DeviceArena(std::byte* base, std::size_t reserved, std::size_t capa
   if (capacity_ > 0) insert_free(0, capacity_);
 }
 
-DeviceArena::~DeviceArena() { ::munmap(base_, reserved_); }
+DeviceArena::~DeviceArena() {
+  cudamux_memcheck_remove_arena(base_);
+  ::munmap(base_, reserved_);
+}
 
 void DeviceArena::insert_free(std::size_t offset, std::size_t size) {
   free_by_offset_.emplace(offset, size);
@@ -110,6 +116,10 @@ CUresult DeviceArena::allocate(std::size_t bytes, Kind kind, void** out) {
     }
   }
   *out = base_ + offset;
+  // Issue 9: what kernels may touch. The requested size, not the rounded one: an access past
+  // it is out of bounds although the arena's granule would hide it.
+  cudamux_memcheck_track(*out, bytes,
+                         kind == Kind::managed ? CUDAMUX_MEM_MANAGED : CUDAMUX_MEM_DEVICE);
   return CUDA_SUCCESS;
 }
 
@@ -122,6 +132,7 @@ CUresult DeviceArena::free(void* ptr, Kind kind) {
   const std::size_t size = it->second.size;
   live_.erase(it);
   used_ -= size;
+  cudamux_memcheck_untrack(ptr);  // before the range can be handed out again
 
   release_locked(offset, size);
   return CUDA_SUCCESS;
@@ -160,6 +171,7 @@ CUresult HostMemory::allocate(std::size_t bytes, void** out) {
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(mu_);
   ranges_.emplace(reinterpret_cast<std::uintptr_t>(p), Range{size, true});
+  cudamux_memcheck_track(p, bytes, CUDAMUX_MEM_HOST_PINNED);
   *out = p;
   return CUDA_SUCCESS;
 }
@@ -170,6 +182,7 @@ CUresult HostMemory::free(void* ptr) {
     const auto it = ranges_.find(reinterpret_cast<std::uintptr_t>(ptr));
     if (it == ranges_.end() || !it->second.owned) return CUDA_ERROR_INVALID_VALUE;
     ranges_.erase(it);
+    cudamux_memcheck_untrack(ptr);
   }
   std::free(ptr);
   return CUDA_SUCCESS;
@@ -182,6 +195,7 @@ CUresult HostMemory::register_range(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mu_);
   if (overlaps(begin, bytes)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   ranges_.emplace(begin, Range{bytes, false});
+  cudamux_memcheck_track(ptr, bytes, CUDAMUX_MEM_HOST_REGISTERED);
   return CUDA_SUCCESS;
 }
 
@@ -190,6 +204,7 @@ CUresult HostMemory::unregister_range(void* ptr) {
   const auto it = ranges_.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (it == ranges_.end() || it->second.owned) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   ranges_.erase(it);
+  cudamux_memcheck_untrack(ptr);
   return CUDA_SUCCESS;
 }
 

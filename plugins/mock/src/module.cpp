@@ -147,6 +147,7 @@ class MockModule final : public be::Module {
 
 LoadedObject::~LoadedObject() {
   if (handle != nullptr) ::dlclose(handle);
+  cudamux_memcheck_modules_changed();  // issue 9: its code and data ranges are gone
   if (fd >= 0) ::close(fd);
 }
 
@@ -277,6 +278,7 @@ be::Status load_module_image(const void* image, spdlog::logger& log,
   }
   auto object = std::make_shared<LoadedObject>();
   object->handle = handle;
+  cudamux_memcheck_modules_changed();
   // The fd stays open while the module lives: glibc identifies loaded objects by path, so
   // no other module may get the same /proc/self/fd/N name meanwhile.
   object->fd = fd;

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "config.hpp"
+#include "cudamux/backend.hpp"
 #include "faults.hpp"
 #include "kernels.hpp"
-#include "cudamux/backend.hpp"
 #include "memory.hpp"
 #include "queue.hpp"
 
@@ -118,17 +118,27 @@ class FaultQueue final : public be::Queue {
  public:
   FaultQueue(std::unique_ptr<be::Queue> inner, std::shared_ptr<Faults> faults)
       : inner_(std::move(inner)), faults_(std::move(faults)) {}
-  be::Status copy(const be::CopyDesc& d) override { return run(Op::copy, [&] { return inner_->copy(d); }); }
+  be::Status copy(const be::CopyDesc& d) override {
+    return run(Op::copy, [&] { return inner_->copy(d); });
+  }
   be::Status copy_sync(const be::CopyDesc& d) override {
     return run(Op::copy_sync, [&] { return inner_->copy_sync(d); });
   }
-  be::Status fill(const be::FillDesc& d) override { return run(Op::fill, [&] { return inner_->fill(d); }); }
+  be::Status fill(const be::FillDesc& d) override {
+    return run(Op::fill, [&] { return inner_->fill(d); });
+  }
   be::Status host_function(void (*fn)(void*), void* user) override {
     return run(Op::host_function, [&] { return inner_->host_function(fn, user); });
   }
-  be::Status record(be::Event& e) override { return run(Op::record, [&] { return inner_->record(e); }); }
-  be::Status wait(be::Event& e) override { return run(Op::wait, [&] { return inner_->wait(e); }); }
-  be::Status query() override { return run(Op::queue_query, [&] { return inner_->query(); }); }
+  be::Status record(be::Event& e) override {
+    return run(Op::record, [&] { return inner_->record(e); });
+  }
+  be::Status wait(be::Event& e) override {
+    return run(Op::wait, [&] { return inner_->wait(e); });
+  }
+  be::Status query() override {
+    return run(Op::queue_query, [&] { return inner_->query(); });
+  }
   be::Status synchronize() override {
     return run(Op::queue_synchronize, [&] { return inner_->synchronize(); });
   }
@@ -154,7 +164,9 @@ class FaultCompiler final : public be::Compiler {
     if (const auto st = faults_.check(Op::compile); !st.ok()) return st;
     return inner_.compile(request, result);
   }
-  [[nodiscard]] std::vector<int> supported_archs() const override { return inner_.supported_archs(); }
+  [[nodiscard]] std::vector<int> supported_archs() const override {
+    return inner_.supported_archs();
+  }
 
  private:
   be::Compiler& inner_;
@@ -218,8 +230,10 @@ class MockContext final : public be::DeviceContext {
     if (const auto st = faults_->check(Op::create_queue); !st.ok()) return st;
     auto queue = std::make_unique<MockQueue>(queues_, flags, priority, kernels_);
     // Undecorated when no fault is configured: no cost on the common path.
-    if (faults_->any()) out = std::make_unique<FaultQueue>(std::move(queue), faults_);
-    else out = std::move(queue);
+    if (faults_->any())
+      out = std::make_unique<FaultQueue>(std::move(queue), faults_);
+    else
+      out = std::move(queue);
     return be::kOk;
   }
   be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
@@ -259,7 +273,9 @@ class MockBackend final : public be::Backend {
               std::shared_ptr<spdlog::logger> log)
       : devices_(std::move(devices)),
         kernels_(std::make_shared<KernelEnv>()),
-        compiler_(compiler_settings(config.compiler, config.cache_dir, config.fission), log),
+        compiler_(
+            compiler_settings(config.compiler, config.cache_dir, config.fission, config.memcheck),
+            log),
         faults_(std::make_shared<Faults>(config.faults, log)),
         fault_compiler_(compiler_, *faults_) {
     kernels_->log = std::move(log);

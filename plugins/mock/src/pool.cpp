@@ -174,6 +174,18 @@ int execute_launch(const KernelLaunch& k) {
   l.args = k.args->data();
   l.grid = cudamux_u3{k.grid[0], k.grid[1], k.grid[2]};
   l.block = cudamux_u3{k.block[0], k.block[1], k.block[2]};
+  // Issue 9: what fault and memcheck reports name.
+  l.kernel_fn = k.desc->fn;
+  l.args_size = k.desc->args_size;
+  l.dyn_shared_bytes = k.shared_bytes;
+  static std::atomic<unsigned long long> next_id{1};
+  l.id = next_id.fetch_add(1, std::memory_order_relaxed);
+  if (k.log != nullptr) {
+    l.hint_user = k.log;
+    l.hint = [](void* user, const char* text) {
+      static_cast<spdlog::logger*>(user)->warn("mock backend: {}", text);
+    };
+  }
   std::string message;
   const int rc = k.pool->run(l, k.shared_bytes, message);
   if (rc != 0 && k.log != nullptr) {

@@ -149,7 +149,10 @@ BlockPool& KernelEnv::get_pool() {
 
 MockQueue::MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, int priority,
                      std::shared_ptr<KernelEnv> kernels)
-    : registry_(std::move(registry)), flags_(flags), priority_(priority), kernels_(std::move(kernels)) {
+    : registry_(std::move(registry)),
+      flags_(flags),
+      priority_(priority),
+      kernels_(std::move(kernels)) {
   std::lock_guard lock(registry_->mu);
   registry_->queues.push_back(this);
 }

@@ -112,9 +112,7 @@ class MockQueue final : public be::Queue {
   void wait_for(std::uint64_t sequence);
   void worker_loop();
   void execute(const Op& op);
-  be::Status sticky() const noexcept {
-    return be::Status{error_.load(std::memory_order_acquire)};
-  }
+  be::Status sticky() const noexcept { return be::Status{error_.load(std::memory_order_acquire)}; }
 
   const std::shared_ptr<QueueRegistry> registry_;
   const unsigned flags_;

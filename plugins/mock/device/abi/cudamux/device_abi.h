@@ -3,7 +3,7 @@
 #ifndef CUDAMUX_DEVICE_ABI_H
 #define CUDAMUX_DEVICE_ABI_H
 
-#define CUDAMUX_DEVICE_ABI 2
+#define CUDAMUX_DEVICE_ABI 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +63,15 @@ typedef struct cudamux_launch {
   cudamux_u3 block;
   volatile int* abort;  // shared by all blocks of the launch: nonzero = skip/stop
   unsigned flags;       // the kernel's CUDAMUX_KERNEL_* flags
+  // For fault and memcheck reports (issue 9): the kernel (its symbol names it), the sizes of
+  // the argument buffer and of the dynamic shared memory every block gets.
+  const void* kernel_fn;
+  unsigned args_size;
+  unsigned dyn_shared_bytes;
+  // Receives memcheck hints (shared-memory hazards) of this launch; may be null.
+  void (*hint)(void* user, const char* text);
+  void* hint_user;
+  unsigned long long id;  // distinct per launch: hints are sent once per kind and launch
 } cudamux_launch;
 
 // Runs one block on the calling thread; returns 0 or a CUresult value (assert, launch
@@ -102,6 +111,30 @@ void cudamux_assert_fail(const char* expression, const char* file, unsigned line
 // Aborts the launch with CUDA_ERROR_ILLEGAL_ADDRESS-like codes from helper code.
 void cudamux_trap(void);
 unsigned long long cudamux_clock64(void);
+
+// --- memory checks (issue 9) ---
+// Called by the __asan_* hooks of modules compiled in memcheck mode (-fsanitize=kernel-address
+// with outlined checks): validates one access of the running kernel thread. An access outside
+// every live allocation, the thread's stack, its block's shared memory, the launch's arguments
+// and loaded code and data aborts the launch with CUDA_ERROR_ILLEGAL_ADDRESS and a report.
+void cudamux_memcheck_access(const void* address, unsigned long size, int is_write);
+
+// Called by the plugin: memory kernels may reach (device, managed, pinned and registered host
+// memory), kept for the checks above and for reports of faulting accesses.
+enum {
+  CUDAMUX_MEM_DEVICE = 0,
+  CUDAMUX_MEM_MANAGED = 1,
+  CUDAMUX_MEM_HOST_PINNED = 2,
+  CUDAMUX_MEM_HOST_REGISTERED = 3
+};
+void cudamux_memcheck_track(const void* base, unsigned long long size, int kind);
+void cudamux_memcheck_untrack(const void* base);
+// A region no allocation may lie outside of (a device arena): any access inside it that no
+// live allocation covers is reported as such.
+void cudamux_memcheck_add_arena(const void* base, unsigned long long size);
+void cudamux_memcheck_remove_arena(const void* base);
+// Modules were loaded or unloaded: cached ranges of their data and TLS are stale.
+void cudamux_memcheck_modules_changed(void);
 
 #ifdef __cplusplus
 }

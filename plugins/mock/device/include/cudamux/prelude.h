@@ -77,6 +77,38 @@ extern "C" __thread void* cudamux_dyn_shared CUDAMUX_TLS_IE;
 extern "C" __thread unsigned cudamux_handed_off CUDAMUX_TLS_IE;
 static constexpr int warpSize = 32;
 
+#ifdef __CUDAMUX_MEMCHECK__
+// Memcheck (issue 9): the module is compiled with -fsanitize=kernel-address and outlined
+// checks, so every load and store of kernel code calls one of these hooks first. They are
+// defined here, hidden, so that they bind inside the module (never to the sanitizer runtime a
+// host process may carry) and forward to the device runtime.
+#define CUDAMUX_MEMCHECK_HOOK(n)                                                        \
+  extern "C" __attribute__((visibility("hidden"))) void __asan_load##n##_noabort(void* p) {  \
+    cudamux_memcheck_access(p, n, 0);                                                     \
+  }                                                                                       \
+  extern "C" __attribute__((visibility("hidden"))) void __asan_store##n##_noabort(void* p) { \
+    cudamux_memcheck_access(p, n, 1);                                                     \
+  }
+CUDAMUX_MEMCHECK_HOOK(1)
+CUDAMUX_MEMCHECK_HOOK(2)
+CUDAMUX_MEMCHECK_HOOK(4)
+CUDAMUX_MEMCHECK_HOOK(8)
+CUDAMUX_MEMCHECK_HOOK(16)
+#undef CUDAMUX_MEMCHECK_HOOK
+extern "C" __attribute__((visibility("hidden"))) void __asan_loadN_noabort(void* p, size_t n) {
+  cudamux_memcheck_access(p, n, 0);
+}
+extern "C" __attribute__((visibility("hidden"))) void __asan_storeN_noabort(void* p, size_t n) {
+  cudamux_memcheck_access(p, n, 1);
+}
+// Bookkeeping the instrumentation may emit; the runtime needs none of it.
+extern "C" __attribute__((visibility("hidden"))) void __asan_handle_no_return(void) {}
+extern "C" __attribute__((visibility("hidden"))) void __asan_before_dynamic_init(const char*) {}
+extern "C" __attribute__((visibility("hidden"))) void __asan_after_dynamic_init(void) {}
+extern "C" __attribute__((visibility("hidden"))) void __asan_register_globals(void*, size_t) {}
+extern "C" __attribute__((visibility("hidden"))) void __asan_unregister_globals(void*, size_t) {}
+#endif
+
 namespace cudamux {
 // `extern __shared__ T name[];` is rewritten to `static constexpr dyn_shared<T> name{};`:
 // it reads the running block's dynamic shared buffer wherever it is used.
@@ -216,25 +248,37 @@ static inline unsigned __reduce_xor_sync(unsigned m, unsigned v) {
 }
 
 // --- atomics: real atomics, since blocks run concurrently ---
+#ifdef __CUDAMUX_MEMCHECK__
+// Memcheck (issue 9): accesses made inside an atomic are bounds-checked but never reported as
+// shared-memory hazards (atomics are how threads may touch the same word without a barrier).
+extern "C" __thread unsigned cudamux_memcheck_atomic CUDAMUX_TLS_IE;
+struct cudamux_atomic_scope {
+  cudamux_atomic_scope() { ++cudamux_memcheck_atomic; }
+  ~cudamux_atomic_scope() { --cudamux_memcheck_atomic; }
+};
+#define CUDAMUX_ATOMIC_SCOPE ::cudamux_atomic_scope cudamux_atomic_scope_{};
+#else
+#define CUDAMUX_ATOMIC_SCOPE
+#endif
 #define CUDAMUX_ATOMIC_INT(T)                                                                  \
-  static inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicSub(T* a, T v) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }   \
-  static inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicCAS(T* a, T cmp, T v) {                                                \
+  static inline T atomicAdd(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); } \
+  static inline T atomicSub(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); } \
+  static inline T atomicExch(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); } \
+  static inline T atomicAnd(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); } \
+  static inline T atomicOr(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }   \
+  static inline T atomicXor(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); } \
+  static inline T atomicCAS(T* a, T cmp, T v) { CUDAMUX_ATOMIC_SCOPE                                                \
     __atomic_compare_exchange_n(a, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
     return cmp;                                                                                \
   }                                                                                            \
-  static inline T atomicMin(T* a, T v) {                                                       \
+  static inline T atomicMin(T* a, T v) { CUDAMUX_ATOMIC_SCOPE                                                       \
     T old = __atomic_load_n(a, __ATOMIC_RELAXED);                                              \
     while (v < old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST,         \
                                                    __ATOMIC_RELAXED)) {                        \
     }                                                                                          \
     return old;                                                                                \
   }                                                                                            \
-  static inline T atomicMax(T* a, T v) {                                                       \
+  static inline T atomicMax(T* a, T v) { CUDAMUX_ATOMIC_SCOPE                                                       \
     T old = __atomic_load_n(a, __ATOMIC_RELAXED);                                              \
     while (v > old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST,         \
                                                    __ATOMIC_RELAXED)) {                        \
@@ -246,13 +290,13 @@ CUDAMUX_ATOMIC_INT(unsigned int)
 CUDAMUX_ATOMIC_INT(unsigned long long)
 CUDAMUX_ATOMIC_INT(long long)
 #undef CUDAMUX_ATOMIC_INT
-static inline unsigned short atomicCAS(unsigned short* a, unsigned short cmp, unsigned short v) {
+static inline unsigned short atomicCAS(unsigned short* a, unsigned short cmp, unsigned short v) { CUDAMUX_ATOMIC_SCOPE
   __atomic_compare_exchange_n(a, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;
 }
 namespace cudamux {
 template <class F, class Op>
-inline F atomic_float(F* a, Op op) {  // CAS loop on the bit pattern
+inline F atomic_float(F* a, Op op) {  CUDAMUX_ATOMIC_SCOPE // CAS loop on the bit pattern
   using U = __typeof__(bits(F{}));
   static_assert(sizeof(F) == 4 || sizeof(F) == 8, "");
   if constexpr (sizeof(F) == 4) {
@@ -277,37 +321,37 @@ inline F atomic_float(F* a, Op op) {  // CAS loop on the bit pattern
   }
 }
 }  // namespace cudamux
-static inline float atomicAdd(float* a, float v) {
+static inline float atomicAdd(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::atomic_float(a, [v](float o) { return o + v; });
 }
-static inline double atomicAdd(double* a, double v) {
+static inline double atomicAdd(double* a, double v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::atomic_float(a, [v](double o) { return o + v; });
 }
-static inline float atomicExch(float* a, float v) {
+static inline float atomicExch(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::bit_cast<float>(atomicExch(reinterpret_cast<unsigned*>(a), cudamux::bit_cast<unsigned>(v)));
 }
-static inline float atomicMin(float* a, float v) {
+static inline float atomicMin(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::atomic_float(a, [v](float o) { return o < v ? o : v; });
 }
-static inline float atomicMax(float* a, float v) {
+static inline float atomicMax(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::atomic_float(a, [v](float o) { return o > v ? o : v; });
 }
-static inline double atomicMin(double* a, double v) {
+static inline double atomicMin(double* a, double v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::atomic_float(a, [v](double o) { return o < v ? o : v; });
 }
-static inline double atomicMax(double* a, double v) {
+static inline double atomicMax(double* a, double v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::atomic_float(a, [v](double o) { return o > v ? o : v; });
 }
 // CUDA's wrap rules: inc stores (old >= v) ? 0 : old + 1; dec stores
 // (old == 0 || old > v) ? v : old - 1.
-static inline unsigned atomicInc(unsigned* a, unsigned v) {
+static inline unsigned atomicInc(unsigned* a, unsigned v) { CUDAMUX_ATOMIC_SCOPE
   unsigned old = __atomic_load_n(a, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(a, &old, old >= v ? 0u : old + 1u, true, __ATOMIC_SEQ_CST,
                                       __ATOMIC_RELAXED)) {
   }
   return old;
 }
-static inline unsigned atomicDec(unsigned* a, unsigned v) {
+static inline unsigned atomicDec(unsigned* a, unsigned v) { CUDAMUX_ATOMIC_SCOPE
   unsigned old = __atomic_load_n(a, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(a, &old, (old == 0u || old > v) ? v : old - 1u, true,
                                       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
@@ -471,6 +515,12 @@ __attribute__((always_inline)) inline void thread_table(uint3* t, uint3 bd) {
 }  // namespace cudamux::fission
 
 // --- kernels: the thunk that runs a block's threads as a loop ---
+#ifdef __CUDAMUX_MEMCHECK__
+// The memory checks read threadIdx from TLS: its store must not sink out of the thread loop.
+#define CUDAMUX_THREAD_STORED() __asm__ __volatile__("" ::: "memory")
+#else
+#define CUDAMUX_THREAD_STORED()
+#endif
 namespace cudamux::detail {
 template <class T, T... I>
 struct iseq {};
@@ -563,11 +613,13 @@ struct kernel<K, Flags, B> {
       if constexpr ((Flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0) {
         for (unsigned t = start; t < n; ++t) {
           threadIdx.x = t;
+          CUDAMUX_THREAD_STORED();
           K(static_cast<leaf<I, A>&>(args).v...);
         }
       } else {
         for (unsigned t = start; t < n; ++t) {
           threadIdx.x = t;
+          CUDAMUX_THREAD_STORED();
           K(static_cast<leaf<I, A>&>(args).v...);
           if (__builtin_expect(cudamux_handed_off != 0, 0)) return;
         }
@@ -579,6 +631,7 @@ struct kernel<K, Flags, B> {
     unsigned z = start / (bd.x * bd.y);
     for (unsigned t = start; t < n; ++t) {
       threadIdx = uint3{x, y, z};
+      CUDAMUX_THREAD_STORED();
       K(static_cast<leaf<I, A>&>(args).v...);
       if constexpr ((Flags & CUDAMUX_KERNEL_NO_BARRIERS) == 0) {
         if (__builtin_expect(cudamux_handed_off != 0, 0)) return;
