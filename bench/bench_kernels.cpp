@@ -40,7 +40,8 @@ std::unique_ptr<be::Backend> make_backend(const std::string& toml_text) {
   auto create = reinterpret_cast<be::Backend* (*)(const be::PluginHost&, std::string&)>(
       ::dlsym(handle, be::kCreateSymbol));
   be::PluginHost host;
-  host.logger = std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
+  host.logger =
+      std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
   static std::vector<toml::table> docs;  // the config table must outlive creation only
   const toml::table doc = toml::parse(toml_text);
   host.config = doc["mock"].as_table();
@@ -88,8 +89,8 @@ struct Env {
   std::unique_ptr<be::DeviceContext> ctx;
   std::unique_ptr<be::Queue> queue;
   std::unique_ptr<be::Module> module;
-  Env() {
-    backend = make_backend("[mock]\nmemory = 2147483648\n");
+  explicit Env(const char* extra_config = "") {
+    backend = make_backend(std::string("[mock]\nmemory = 2147483648\n") + extra_config);
     if (!backend->open_context(0, 0, ctx).ok()) die("open_context");
     if (!ctx->create_queue(CU_STREAM_NON_BLOCKING, 0, queue).ok()) die("create_queue");
     be::CompileRequest r;
@@ -126,6 +127,11 @@ Env& env() {
   static Env e;
   return e;
 }
+// The same kernels in memcheck mode (issue 9): every access checked, barriers on fibers.
+Env& memcheck_env() {
+  static Env e("memcheck = true\n");
+  return e;
+}
 
 unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -135,26 +141,27 @@ template <class F>
 void parallel_for(std::size_t n, F f) {
   const unsigned t = cores();
   std::vector<std::thread> threads;
-  for (unsigned i = 0; i < t; ++i)
-    threads.emplace_back([&, i] { f(n * i / t, n * (i + 1) / t); });
+  for (unsigned i = 0; i < t; ++i) threads.emplace_back([&, i] { f(n * i / t, n * (i + 1) / t); });
   for (auto& th : threads) th.join();
 }
 
 constexpr unsigned kSaxpyN = 1u << 24;
 
-void BM_Saxpy_Mock(benchmark::State& state) {
-  auto& e = env();
+void saxpy_on(benchmark::State& state, Env& e) {
   float* x = nullptr;
   float* y = nullptr;
   e.ctx->allocate(kSaxpyN * 4, reinterpret_cast<void**>(&x));
   e.ctx->allocate(kSaxpyN * 4, reinterpret_cast<void**>(&y));
   std::fill(x, x + kSaxpyN, 1.0f);
   std::fill(y, y + kSaxpyN, 2.0f);
-  for (auto _ : state) e.launch("saxpy", kSaxpyN / 512, 1, 512, 1, 2.0f, static_cast<const float*>(x), y, kSaxpyN);
+  for (auto _ : state)
+    e.launch("saxpy", kSaxpyN / 512, 1, 512, 1, 2.0f, static_cast<const float*>(x), y, kSaxpyN);
   benchmark::DoNotOptimize(y[kSaxpyN - 1]);
   e.ctx->free(x);
   e.ctx->free(y);
 }
+void BM_Saxpy_Mock(benchmark::State& state) { saxpy_on(state, env()); }
+void BM_Saxpy_Memcheck(benchmark::State& state) { saxpy_on(state, memcheck_env()); }
 void BM_Saxpy_Baseline(benchmark::State& state) {
   std::vector<float> x(kSaxpyN, 1.0f), y(kSaxpyN, 2.0f);
   for (auto _ : state) {
@@ -167,18 +174,20 @@ void BM_Saxpy_Baseline(benchmark::State& state) {
 
 constexpr unsigned kSumBlocks = 4096;
 
-void BM_BlockSum_Mock(benchmark::State& state) {
-  auto& e = env();
+void block_sum_on(benchmark::State& state, Env& e) {
   float* in = nullptr;
   float* out = nullptr;
   e.ctx->allocate(kSumBlocks * 256 * 4, reinterpret_cast<void**>(&in));
   e.ctx->allocate(kSumBlocks * 4, reinterpret_cast<void**>(&out));
   std::fill(in, in + kSumBlocks * 256, 1.0f);
-  for (auto _ : state) e.launch("block_sum", kSumBlocks, 1, 256, 1, static_cast<const float*>(in), out);
+  for (auto _ : state)
+    e.launch("block_sum", kSumBlocks, 1, 256, 1, static_cast<const float*>(in), out);
   if (out[0] != 256.0f) die("block_sum result");
   e.ctx->free(in);
   e.ctx->free(out);
 }
+void BM_BlockSum_Mock(benchmark::State& state) { block_sum_on(state, env()); }
+void BM_BlockSum_Memcheck(benchmark::State& state) { block_sum_on(state, memcheck_env()); }
 void BM_BlockSum_Baseline(benchmark::State& state) {
   std::vector<float> in(kSumBlocks * 256, 1.0f), out(kSumBlocks);
   for (auto _ : state) {
@@ -204,7 +213,8 @@ void BM_Matmul_Mock(benchmark::State& state) {
   std::fill(a, a + kN * kN, 1.0f);
   std::fill(b, b + kN * kN, 0.5f);
   for (auto _ : state)
-    e.launch("matmul", kN / 16, kN / 16, 16, 16, static_cast<const float*>(a), static_cast<const float*>(b), c, kN);
+    e.launch("matmul", kN / 16, kN / 16, 16, 16, static_cast<const float*>(a),
+             static_cast<const float*>(b), c, kN);
   if (c[kN * kN - 1] != 0.5f * kN) die("matmul result");
   e.ctx->free(a);
   e.ctx->free(b);
@@ -248,7 +258,8 @@ void BM_CompileSaxpy_First(benchmark::State& state) {
   for (auto _ : state) compile_saxpy(*b);
 }
 void BM_CompileSaxpy_Cached(benchmark::State& state) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cudamux-bench-cache-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("cudamux-bench-cache-" + std::to_string(::getpid()));
   auto b = make_backend("[mock]\ncache_dir = \"" + dir.string() + "\"\n");
   compile_saxpy(*b);  // fills the cache
   for (auto _ : state) compile_saxpy(*b);
@@ -257,8 +268,10 @@ void BM_CompileSaxpy_Cached(benchmark::State& state) {
 
 BENCHMARK(BM_Saxpy_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Saxpy_Mock)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_Saxpy_Memcheck)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_Mock)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_BlockSum_Memcheck)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Matmul_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Matmul_Mock)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_CompileSaxpy_First)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(10);
@@ -273,13 +286,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nKernels on the mock, speed relative to a plain %u-thread C++ loop (same run):\n", cores());
+    std::printf("\nKernels on the mock, speed relative to a plain %u-thread C++ loop (same run):\n",
+                cores());
     ratio("SAXPY 2^24 floats", "BM_Saxpy", 0.8);
     ratio("block sum, 256 threads, __syncthreads", "BM_BlockSum", 0.05);
     ratio("512x512 tiled matmul vs naive loop", "BM_Matmul", 0.1);
     auto first = find("BM_CompileSaxpy_First"), cached = find("BM_CompileSaxpy_Cached");
-    std::printf("  compile SAXPY: first %.1f ms (target <= 300), cached %.3f ms (target <= 2)\n", first,
-                cached);
+    std::printf("  compile SAXPY: first %.1f ms (target <= 300), cached %.3f ms (target <= 2)\n",
+                first, cached);
   }
 
  private:
@@ -290,8 +304,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void ratio(const char* what, const std::string& base, double target) {
     const double b = find(base + "_Baseline"), m = find(base + "_Mock");
-    if (b > 0 && m > 0)
-      std::printf("  %-42s %.3fx (target >= %.2fx)\n", what, b / m, target);
+    if (b > 0 && m > 0) std::printf("  %-42s %.3fx (target >= %.2fx)\n", what, b / m, target);
   }
   std::map<std::string, double> times_;
 };

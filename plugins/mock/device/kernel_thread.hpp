@@ -34,7 +34,14 @@ struct ShadowCell {
 // (valid while the registry generation is unchanged) and the shadow of shared memory.
 struct MemcheckState {
   std::uint64_t generation = ~std::uint64_t{0};
-  std::uintptr_t alloc_begin = 0, alloc_end = 0;  // a live allocation
+  struct Range {
+    std::uintptr_t begin = 0, end = 0;
+  };
+  // Live allocations found valid: a few, since kernels read and write several buffers.
+  static constexpr unsigned kAllocSlots = 4;
+  Range alloc[kAllocSlots];
+  unsigned next_slot = 0;
+  std::uintptr_t stack_top = 0;  // the running kernel thread's frames lie below this address
   std::uintptr_t image_begin = 0, image_end = 0;  // a loaded object's segment (module data)
   std::uintptr_t tls_begin = 0, tls_end = 0;      // a module's TLS block: static __shared__
   std::vector<ShadowCell> tls_shadow;
@@ -54,6 +61,9 @@ struct KernelThread {
   unsigned thread = 0;              // linear index of the thread in its block
   MemcheckState* memcheck = nullptr;
 };
+
+// The calling thread's memcheck state while it runs a block, else null (the checks' fast path).
+extern __thread MemcheckState* t_memcheck __attribute__((tls_model("initial-exec")));
 
 // False when the calling thread is not running kernel code. Async-signal-safe.
 bool current_kernel_thread(KernelThread& out);

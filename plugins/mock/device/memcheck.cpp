@@ -404,20 +404,26 @@ using cudamux::device::KernelThread;
 
 CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned long size,
                                                    int is_write) {
-  KernelThread k;
-  if (!cudamux::device::current_kernel_thread(k)) return;  // module initialisers, not kernels
+  // Fast path: an allocation found valid before (no free since), or the thread's own frames
+  // (from here up to where its kernel code started).
+  cudamux::device::MemcheckState* mp = cudamux::device::t_memcheck;
+  if (mp == nullptr) return;  // module initialisers, not kernels
+  auto& m = *mp;
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   const std::uintptr_t end = a + size;
-  auto& m = *k.memcheck;
   const std::uint64_t generation = cudamux::device::g_generation.load(std::memory_order_acquire);
-  if (m.generation != generation) {
+  if (m.generation == generation) {
+    for (const auto& r : m.alloc)
+      if (a >= r.begin && end <= r.end) return;
+  } else {
     m.generation = generation;
-    m.alloc_begin = m.alloc_end = m.image_begin = m.image_end = m.tls_begin = m.tls_end = 0;
+    for (auto& r : m.alloc) r = {};
+    m.image_begin = m.image_end = m.tls_begin = m.tls_end = 0;
   }
-  if (a >= m.alloc_begin && end <= m.alloc_end) return;
-  // The thread's own frames: from here up to where its kernel code started.
   const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  if (a >= frame && end <= k.stack_top) return;
+  if (a >= frame && end <= m.stack_top) return;
+  KernelThread k;
+  if (!cudamux::device::current_kernel_thread(k)) return;
   const auto args = reinterpret_cast<std::uintptr_t>(k.launch->args);
   if (a >= args && end <= args + k.launch->args_size) return;
   const auto dyn = reinterpret_cast<std::uintptr_t>(k.dyn_shared);
@@ -443,8 +449,8 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned
     if (next != r.live.begin()) {
       auto prev = std::prev(next);
       if (end <= prev->first + prev->second.size) {
-        m.alloc_begin = prev->first;
-        m.alloc_end = prev->first + prev->second.size;
+        m.alloc[m.next_slot] = {prev->first, prev->first + prev->second.size};
+        m.next_slot = (m.next_slot + 1) % cudamux::device::MemcheckState::kAllocSlots;
         return;
       }
     }

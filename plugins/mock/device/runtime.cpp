@@ -144,6 +144,7 @@ void account_exits(Worker& w, unsigned begin, unsigned end) {
 void fiber_main(Rec* r) {
   Worker& w = *t_worker;
   r->stack_top = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  w.memcheck.stack_top = r->stack_top;
   for (;;) {
     try {
       if (w.abort == 0) r->loop(r->args, r->start);
@@ -378,6 +379,7 @@ void check_releases(Worker& w) {
 
 void resume(Worker& w, Rec* r) {
   w.current = r;
+  w.memcheck.stack_top = r->stack_top;  // 0 for a fresh fiber: fiber_main sets it
   if (r->state != State::fresh) cudamux_threadIdx = r->tid;
   cudamux_handed_off = r->handed_off ? 1u : 0u;
   r->state = State::running;
@@ -427,6 +429,7 @@ int run_direct(Worker& w, const cudamux_launch* launch, char* message, unsigned 
   w.direct = true;
   w.abort = 0;
   w.direct_stack_top = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  w.memcheck.stack_top = w.direct_stack_top;
   cudamux_handed_off = 0;
   try {
     launch->loop(launch->args, 0);
@@ -452,6 +455,11 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
                                             void* dyn_shared, char* message,
                                             unsigned message_size) {
   Worker& w = worker();
+  // The memory checks' fast path sees this state while the block runs, and nothing after.
+  struct Scope {
+    explicit Scope(cudamux::device::MemcheckState* m) { cudamux::device::t_memcheck = m; }
+    ~Scope() { cudamux::device::t_memcheck = nullptr; }
+  } memcheck_scope(&w.memcheck);
   const unsigned n = launch->block.x * launch->block.y * launch->block.z;
   cudamux_blockIdx = block_idx;
   cudamux_blockDim = launch->block;
@@ -586,6 +594,8 @@ CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_clock64(void) {
 }
 
 namespace cudamux::device {
+
+__thread MemcheckState* t_memcheck __attribute__((tls_model("initial-exec"))) = nullptr;
 
 bool current_kernel_thread(KernelThread& out) {
   Worker* w = t_worker;
