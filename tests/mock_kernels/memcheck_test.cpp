@@ -284,6 +284,32 @@ extern "C" __global__ void war(int* out) {
   EXPECT_THAT(new_log(), HasSubstr("(write-after-read hazard)"));
 }
 
+TEST_F(Memcheck, HostCodeTouchingDeviceMemoryFaultsAsOnAGpu) {
+  if (log_text().find("cannot make host accesses to device memory fault") != std::string::npos)
+    GTEST_SKIP() << "no memory protection keys on this machine";
+  int* p = dev<int>(16);
+  // Managed and pinned memory stay host-accessible.
+  void* managed = nullptr;
+  ASSERT_EQ(cu(ctx->allocate_managed(64, CU_MEM_ATTACH_GLOBAL, &managed)), CUDA_SUCCESS);
+  static_cast<int*>(managed)[3] = 7;
+  EXPECT_EQ(static_cast<int*>(managed)[3], 7);
+  EXPECT_DEATH(
+      {
+        volatile int* v = p;
+        v[3] = 1;
+      },
+      "host code touched device memory at 0x[0-9a-f]+ \\(inside the 64-byte device allocation "
+      "at 0x[0-9a-f]+ \\(offset 12\\)\\)");
+  // The mock's own copies reach it: the same memory round-trips through the queue.
+  auto q = queue();
+  const int in[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  int out[16] = {};
+  ASSERT_EQ(cu(q->copy_sync(copy_1d(p, in, sizeof in))), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->copy_sync(copy_1d(out, p, sizeof out))), CUDA_SUCCESS);
+  EXPECT_EQ(std::vector<int>(out, out + 16), std::vector<int>(in, in + 16));
+  EXPECT_EQ(cu(ctx->free_managed(managed)), CUDA_SUCCESS);
+}
+
 // --- without memcheck: faults in kernel code fail the launch, the process survives ---
 
 class KernelFaults : public Memcheck {

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -125,6 +126,11 @@ std::string describe_address(std::uintptr_t a, std::uintptr_t size) {
   if (next != r.live.begin()) {
     auto prev = std::prev(next);
     const std::uintptr_t end = prev->first + prev->second.size;
+    if (a + size <= end && a < end) {
+      return "inside the " + std::to_string(prev->second.size) + "-byte " +
+             kind_name(prev->second.kind) + " allocation at " + hex(prev->first) + " (offset " +
+             std::to_string(a - prev->first) + ")";
+    }
     if (a < end) {  // starts inside, runs past the end
       return "the access runs " + std::to_string(a + size - end) + " byte(s) past the end of the " +
              std::to_string(prev->second.size) + "-byte " + kind_name(prev->second.kind) +
@@ -330,9 +336,24 @@ void chain(int sig, siginfo_t* info, void* context) {
   ::sigaction(sig, &prev, nullptr);
 }
 
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+
+// Host code touched device memory protected by memcheck's key: say so before the crash.
+void report_host_access(const siginfo_t* info) {
+  const auto a = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  const std::string text = "cudamux memcheck: host code touched device memory at " + hex(a) + " (" +
+                           describe_address(a, 1) +
+                           "); device memory is not host-accessible, as on a GPU: copy it "
+                           "with cuMemcpy/cudaMemcpy or use managed or pinned memory\n";
+  [[maybe_unused]] const auto n = ::write(2, text.data(), text.size());
+}
+
 void on_fault(int sig, siginfo_t* info, void* context) {
   KernelThread k;
   if (!current_kernel_thread(k)) {
+    if (sig == SIGSEGV && info->si_code == SEGV_PKUERR) report_host_access(info);
     chain(sig, info, context);
     return;
   }

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 #include "cudamux/device_abi.h"
 
@@ -22,7 +24,43 @@ std::size_t page_size() {
 constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 constexpr std::size_t round_down(std::size_t v, std::size_t a) { return v / a * a; }
 
+std::atomic<int> g_device_key{-1};
+
 }  // namespace
+
+int device_memory_key() noexcept { return g_device_key.load(std::memory_order_relaxed); }
+
+int allocate_device_memory_key(std::string& why) {
+  static std::once_flag once;
+  static std::string failure;
+  std::call_once(once, [] {
+    // Access disabled for the calling thread; threads inherit their creator's rights, and
+    // the kernel starts every process with all keys but 0 disabled.
+    const int key = ::pkey_alloc(0, PKEY_DISABLE_ACCESS);
+    if (key < 0) {
+      failure = std::strerror(errno);
+      return;
+    }
+    g_device_key.store(key, std::memory_order_relaxed);
+  });
+  why = failure;
+  return device_memory_key();
+}
+
+DeviceMemoryAccess::DeviceMemoryAccess() noexcept {
+  const int key = device_memory_key();
+  if (key < 0) return;
+  saved_ = ::pkey_get(key);
+  if (saved_ != 0) ::pkey_set(key, 0);
+}
+
+DeviceMemoryAccess::~DeviceMemoryAccess() {
+  if (saved_ > 0) ::pkey_set(device_memory_key(), static_cast<unsigned>(saved_));
+}
+
+void DeviceMemoryAccess::reassert() noexcept {
+  if (const int key = device_memory_key(); key >= 0) ::pkey_set(key, 0);
+}
 
 std::unique_ptr<DeviceArena> DeviceArena::create(std::size_t capacity, std::string& error) {
   const std::size_t reserved = round_up(capacity, page_size());
@@ -91,7 +129,9 @@ void DeviceArena::release_locked(std::size_t offset, std::size_t size) {
 CUresult DeviceArena::allocate(std::size_t bytes, Kind kind, void** out) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytes > capacity_) return CUDA_ERROR_OUT_OF_MEMORY;
-  const std::size_t size = round_up(bytes, kDeviceAlignment);
+  // Keyed device memory takes whole pages (a key belongs to a page).
+  const bool keyed = key_ >= 0 && kind == Kind::device;
+  const std::size_t size = round_up(bytes, key_ >= 0 ? page_size() : kDeviceAlignment);
   std::size_t offset = 0;
   {
     std::lock_guard lock(mu_);
@@ -107,7 +147,10 @@ CUresult DeviceArena::allocate(std::size_t bytes, Kind kind, void** out) {
     // decommit it between our bookkeeping and our mprotect.
     const std::size_t first = round_down(offset, page_size());
     const std::size_t last = round_up(offset + size, page_size());
-    if (::mprotect(base_ + first, last - first, PROT_READ | PROT_WRITE) != 0) {
+    const int rc = key_ >= 0 ? ::pkey_mprotect(base_ + first, last - first, PROT_READ | PROT_WRITE,
+                                               keyed ? key_ : 0)
+                             : ::mprotect(base_ + first, last - first, PROT_READ | PROT_WRITE);
+    if (rc != 0) {
       // Out of VMAs or commit charge: undo and report like a full device.
       live_.erase(offset);
       used_ -= size;

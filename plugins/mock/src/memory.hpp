@@ -17,6 +17,27 @@ namespace cudamux::mock {
 
 inline constexpr std::size_t kDeviceAlignment = 256;  // what cuMemAlloc guarantees
 
+// Memcheck (issue 9): device memory can carry a memory protection key (x86 PKU) that host
+// threads lack, so host code touching it faults as it does on a GPU. The mock's own threads
+// enable the key while they copy, fill or run kernels (DeviceMemoryAccess).
+// The process-wide key, or -1 (not allocated: memcheck off, or no protection keys here).
+int device_memory_key() noexcept;
+// Allocates the key once per process; -1 with `why` filled when the CPU or kernel has none.
+int allocate_device_memory_key(std::string& why);
+// While it lives, the calling thread may touch keyed device memory.
+class DeviceMemoryAccess {
+ public:
+  DeviceMemoryAccess() noexcept;
+  ~DeviceMemoryAccess();
+  DeviceMemoryAccess(const DeviceMemoryAccess&) = delete;
+  DeviceMemoryAccess& operator=(const DeviceMemoryAccess&) = delete;
+  // After a fault handler ran on this thread (it resets the thread's key rights).
+  static void reassert() noexcept;
+
+ private:
+  int saved_ = -1;
+};
+
 // One device's memory: a PROT_NONE/MAP_NORESERVE reservation of `capacity` bytes that no
 // host allocation can ever land in, sub-allocated best-fit with metadata kept outside
 // the range (so user overruns cannot corrupt the allocator). Pages are committed with
@@ -38,6 +59,9 @@ class DeviceArena {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::size_t used() const;
   [[nodiscard]] bool contains(const void* ptr) const noexcept;
+  // Device allocations from now on carry `key` (see device_memory_key) and take whole pages,
+  // so that no page is shared with managed memory, which host code may touch.
+  void protect_device_allocations(int key) noexcept { key_ = key; }
 
  private:
   DeviceArena(std::byte* base, std::size_t reserved, std::size_t capacity);
@@ -59,6 +83,7 @@ class DeviceArena {
   std::set<std::pair<std::size_t, std::size_t>> free_by_size_;  // (size, offset): best fit
   std::unordered_map<std::size_t, Live> live_;                  // offset -> allocation
   std::size_t used_ = 0;
+  int key_ = -1;
 };
 
 // Page-locked (here: ordinary, page-aligned) host allocations and registered host ranges.

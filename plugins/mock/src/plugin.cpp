@@ -330,6 +330,9 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
     error = std::move(*message);
     return nullptr;
   }
+  const bool memcheck =
+      compiler_settings(config.compiler, config.cache_dir, config.fission, config.memcheck)
+          .memcheck;
   std::vector<MockDevice> devices;
   devices.reserve(static_cast<std::size_t>(config.devices));
   for (int i = 0; i < config.devices; ++i) {
@@ -351,6 +354,20 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
     p.pci_device = d.attributes[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID].value_or(0);
     d.arena = DeviceArena::create(config.memory, error);
     if (!d.arena) return nullptr;
+    if (memcheck) {
+      // Issue 9: host code touching device memory faults, as on a GPU, where the CPU has
+      // memory protection keys.
+      std::string why;
+      const int key = allocate_device_memory_key(why);
+      if (key >= 0) {
+        d.arena->protect_device_allocations(key);
+      } else if (i == 0) {
+        host.logger->warn(
+            "mock backend: memcheck cannot make host accesses to device memory fault here (no "
+            "memory protection keys: {}); kernel accesses are still checked",
+            why);
+      }
+    }
     p.total_memory = d.arena->capacity();
     devices.push_back(std::move(d));
   }

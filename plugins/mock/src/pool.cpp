@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels.hpp"
+#include "memory.hpp"
 
 namespace cudamux::mock {
 namespace {
@@ -58,6 +59,7 @@ BlockPool::~BlockPool() {
 }
 
 void BlockPool::work(Job& job) {
+  const DeviceMemoryAccess access;  // kernels reach protected device memory (memcheck)
   const cudamux_launch& l = *job.launch;
   void* shared = dyn_shared_buffer(job.shared_bytes);
   const std::uint64_t gx = l.grid.x;
@@ -74,6 +76,8 @@ void BlockPool::work(Job& job) {
       message[0] = '\0';
       const int rc = cudamux_run_block(&l, idx, shared, message, sizeof message);
       if (rc != 0) {
+        // A fault handler may have run (it resets the thread's protection-key rights).
+        DeviceMemoryAccess::reassert();
         std::lock_guard lock(job.mu);
         if (job.result == 0) {
           job.result = rc;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "memory.hpp"
+
 namespace cudamux::mock {
 
 namespace {
@@ -208,8 +210,14 @@ void MockQueue::worker_loop() {
 
 void MockQueue::execute(const Op& op) {
   struct Visitor {
-    void operator()(const be::CopyDesc& d) const noexcept { run_copy(d); }
-    void operator()(const be::FillDesc& f) const noexcept { run_fill(f); }
+    void operator()(const be::CopyDesc& d) const noexcept {
+      const DeviceMemoryAccess access;
+      run_copy(d);
+    }
+    void operator()(const be::FillDesc& f) const noexcept {
+      const DeviceMemoryAccess access;
+      run_fill(f);
+    }
     void operator()(const HostFunction& h) const { h.fn(h.user); }
     void operator()(const Record& r) const noexcept { r.signal->complete(); }
     void operator()(const Wait& w) const noexcept { w.signal->wait(); }
@@ -240,7 +248,10 @@ be::Status MockQueue::copy_sync(const be::CopyDesc& desc) {
       busy_ = true;
       ++submitted_;
       lock.unlock();
-      run_copy(desc);
+      {
+        const DeviceMemoryAccess access;
+        run_copy(desc);
+      }
       lock.lock();
       busy_ = false;
       ++completed_;
