@@ -5,7 +5,8 @@
 # (if present) tests/python/test_cuda_bindings.py with the cuda-python installed there;
 # step "kernels" (issue 7): examples/saxpy and tests/python/test_saxpy_bindings.py on the
 # cuda backend (NVIDIA's NVRTC through our libnvrtc.so.13), the GPU benchmarks
-# (cudamux_bench_gpu: cudamux vs NVIDIA's driver direct) and the module/launch cases.
+# (cudamux_bench_gpu: cudamux vs NVIDIA's driver direct; cudamux_bench_passthrough: the
+# CPU-side cost over a stand-in driver) and the module/launch cases.
 # Logs go to $OUT (default /tmp/gpu-run): summary.txt plus logs.tgz holding every log.
 #   scripts/gpu-run.sh [pack dir, default build-gpu-pack]
 set -uo pipefail
@@ -122,6 +123,13 @@ if has_step kernels; then
     CUDAMUX_BENCH_NVIDIA_DRIVER="$nvidia_driver" run bench-gpu 300 "$pack/bin/cudamux_bench_gpu" \
       --benchmark_min_time=0.2
     sed -n '/^Summary/,$p' "$logs/bench-gpu.log" | sed 's/^/   bench-gpu: /' | tee -a "$summary"
+  fi
+  # cudamux's CPU-side cost per call over a stand-in driver (no GPU involved), on this
+  # machine's CPU: what the GPU numbers above should show as added time.
+  if [[ -x $pack/bin/cudamux_bench_passthrough && -e $pack/standins/fake/libcuda.so.1 ]]; then
+    CUDAMUX_BENCH_STANDIN="$pack/standins/fake/libcuda.so.1" run bench-passthrough 200 \
+      "$pack/bin/cudamux_bench_passthrough"
+    sed -n '/^Summary/,$p' "$logs/bench-passthrough.log" | sed 's/^/   bench-passthrough: /' | tee -a "$summary"
   fi
   unset CUDAMUX_BACKEND
 fi

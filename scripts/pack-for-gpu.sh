@@ -15,7 +15,7 @@ mkdir -p "$pack/bin" "$pack/lib" "$pack/deps"
 cp -a "$build/lib/." "$pack/lib/"
 for prog in driver_conformance driver_before_init driver_trace_log driver_tour \
             driver_tour_nvidia_header cudamux_bench cuda_backend_tests cuda_backend_probe \
-            cuda_backend_nvrtc_probe cudamux_bench_gpu saxpy; do
+            cuda_backend_nvrtc_probe cudamux_bench_gpu cudamux_bench_passthrough saxpy; do
   [[ -x $build/bin/$prog ]] && cp "$build/bin/$prog" "$pack/bin/"
 done
 # Stand-in libraries of tests/cuda_backend, for its tests to run there too.

@@ -267,6 +267,13 @@ struct Function {
   std::atomic<int> cluster_scheduling{0};
   std::atomic<CUfunc_cache> cache_config{CU_FUNC_CACHE_PREFER_NONE};
   std::atomic<CUsharedconfig> shared_config{CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE};
+  // What every launch checks that cannot change once the function is loaded (launch.cpp):
+  // read from the backend on the first launch (each is a virtual call, a driver call on a
+  // cache miss of the cuda backend), then kept. Written before launch_ready is set.
+  std::atomic<bool> launch_ready{false};
+  std::atomic<int> launch_max_threads{0};  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  std::atomic<int> launch_regs{0};         // CU_FUNC_ATTRIBUTE_NUM_REGS
+  std::atomic<std::size_t> launch_args_bytes{0};  // extent of the packed parameters
 };
 
 struct Module {

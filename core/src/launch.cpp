@@ -76,6 +76,28 @@ int fattr(const Function& f, CUfunction_attribute attr) {
   return function_attribute(f, attr, v) == CUDA_SUCCESS ? v : 0;
 }
 
+struct KernelLimits {
+  int max_threads;
+  int regs;
+  std::size_t args_bytes;
+};
+
+// Function::launch_* (core.hpp): the same values fattr() and params() give, read once.
+KernelLimits kernel_limits(Function& f) {
+  if (f.launch_ready.load(std::memory_order_acquire)) {
+    return {f.launch_max_threads.load(std::memory_order_relaxed), f.launch_regs.load(std::memory_order_relaxed),
+            f.launch_args_bytes.load(std::memory_order_relaxed)};
+  }
+  KernelLimits k{fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK), fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS), 0};
+  for (const auto& p : f.impl->params()) k.args_bytes = std::max(k.args_bytes, p.offset + p.size);
+  // Threads racing here store the same values.
+  f.launch_max_threads.store(k.max_threads, std::memory_order_relaxed);
+  f.launch_regs.store(k.regs, std::memory_order_relaxed);
+  f.launch_args_bytes.store(k.args_bytes, std::memory_order_relaxed);
+  f.launch_ready.store(true, std::memory_order_release);
+  return k;
+}
+
 // Blocks of `block_size` threads with `dyn_shared` bytes that fit on one multiprocessor
 // (the occupancy calculator's model: threads, blocks, registers, shared memory).
 int blocks_per_sm(const Function& f, const Limits& l, long long block_size, std::size_t dyn_shared) {
@@ -129,12 +151,15 @@ CUresult launch(const LaunchRequest& q) {
   }
   if (threads > static_cast<unsigned>(l.threads_per_block))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "more threads per block than the device allows");
-  if (threads > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)))
+  const KernelLimits k = kernel_limits(*f);
+  if (threads > static_cast<unsigned>(k.max_threads))
     return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn, "more threads per block than the kernel allows");
-  if (const int regs = fattr(*f, CU_FUNC_ATTRIBUTE_NUM_REGS);
+  if (const int regs = k.regs;
       regs > 0 && threads * static_cast<unsigned>(regs) > static_cast<unsigned>(l.regs_per_block))
     return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn, "too many registers for this block size");
-  if (q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
+  // Read on each launch: cuFuncSetAttribute / cuKernelSetAttribute may change it. Without
+  // dynamic shared memory no limit can be exceeded, so the common launch skips the query.
+  if (q.shared > 0 && q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "dynamic shared memory above the kernel's limit (raise it with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 
@@ -150,8 +175,7 @@ CUresult launch(const LaunchRequest& q) {
 
   // Arguments are copied here: the caller may reuse its storage once we return.
   const auto& params = f->impl->params();
-  std::size_t total = 0;
-  for (const auto& p : params) total = std::max(total, p.offset + p.size);
+  const std::size_t total = k.args_bytes;
   std::array<std::byte, 512> small;
   std::vector<std::byte> large;
   std::byte* buf = small.data();

@@ -15,8 +15,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -165,6 +168,19 @@ class CudaBackend : public ::testing::Test {
     if (clear) reset();
     ::dlclose(h);
     return out;
+  }
+  // How often the fake driver's `fn` was called in this process ("0" if never).
+  static std::string fake_calls(const std::string& fn) {
+    void* h = ::dlopen(standin("fake").c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (!h) return "0";
+    auto* get = reinterpret_cast<const char* (*)()>(::dlsym(h, "fake_nvidia_call_counts"));
+    std::istringstream in(get());
+    ::dlclose(h);
+    std::string name;
+    std::string n;
+    while (in >> name >> n)
+      if (name == fn) return n;
+    return "0";
   }
   static void fake_busy(bool busy) {
     void* h = ::dlopen(standin("fake").c_str(), RTLD_NOW | RTLD_NOLOAD);
@@ -408,6 +424,21 @@ TEST_F(CudaBackend, MemoryCopiesAndFillsMapOntoNvidiasCalls) {
   ASSERT_TRUE(c->free(dev).ok());
 }
 
+// NVIDIA's name for an error code is asked once per code: the core maps every failed
+// status, CUDA_ERROR_NOT_READY of each query of a busy stream included.
+TEST_F(CudaBackend, ErrorCodesAreCheckedWithNvidiaOncePerCode) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  const std::string before = fake_calls("cuGetErrorName");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(b->errors().to_cuda(CUDA_ERROR_NOT_READY), CUDA_ERROR_NOT_READY);
+    EXPECT_EQ(b->errors().to_cuda(123456), std::nullopt);  // no name: no CUDA counterpart
+    EXPECT_EQ(b->errors().to_cuda(700), std::nullopt);     // unnamed by the fake, kept so
+  }
+  // 123456 is beyond the kept range and is asked each time.
+  EXPECT_EQ(std::stoull(fake_calls("cuGetErrorName")) - std::stoull(before), 2u + 3u);
+}
+
 TEST_F(CudaBackend, EventsHostFunctionsAndNotReadyPassThrough) {
   be::Backend* b = create_fake();
   ASSERT_NE(b, nullptr);
@@ -644,6 +675,26 @@ TEST(ThroughLibcuda, KernelsLoadAndLaunchThroughTheCore) {
                     HasSubstr("cuLaunchKernel 65536 CUDA_SUCCESS"),
                     HasSubstr("cuLaunchKernel extra CUDA_SUCCESS"), HasSubstr("saxpy ok"),
                     HasSubstr("cuModuleUnload CUDA_SUCCESS")))
+      << r.output;
+}
+
+// issue 7: in steady state a launch (on a non-blocking or the legacy stream) and a stream
+// query reach NVIDIA's driver once each: no attribute queries, context switches or
+// marker events on the way (bench/bench_passthrough.cpp measures the time).
+TEST(ThroughLibcuda, SteadyLaunchesAndQueriesCallTheDriverOnceEach) {
+  const ProbeRun r = run_probe("driver = \"" + standin("fake").string() + "\"\n", "info",
+                               "steady " + standin("fake").string());
+  EXPECT_THAT(r.output, HasSubstr("steady CUDA_SUCCESS")) << r.output;
+  std::istringstream in(r.output);
+  std::map<std::string, unsigned long long> calls;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string tag, fn;
+    unsigned long long n = 0;
+    if (words >> tag >> fn >> n && tag == "calls") calls[fn] = n;
+  }
+  EXPECT_EQ(calls, (std::map<std::string, unsigned long long>{{"cuLaunchKernel", 200},
+                                                              {"cuStreamQuery", 100}}))
       << r.output;
 }
 

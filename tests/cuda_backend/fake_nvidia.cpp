@@ -3,8 +3,12 @@
 // handles differ from ordinals (100 + ordinal) so that the tests see the mapping.
 // Built as <standins>/fake/libcuda.so.1 (and broken/, where cuInit fails).
 // Modules are text images (see cuModuleLoadData below); the kernel "saxpy" really runs.
+// Every cu* function counts its calls (fake_nvidia_call_counts); with FAKE_NVIDIA_QUIET=1
+// in the environment nothing is logged, so that bench/bench_passthrough.cpp times cudamux's
+// cost over functions that do almost nothing.
 #include <cuda.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -41,7 +45,13 @@ int g_primary_refs[kDevices] = {};
 unsigned g_primary_flags[kDevices] = {};
 thread_local std::vector<CUcontext> t_stack;
 
+const bool g_quiet = [] {
+  const char* q = std::getenv("FAKE_NVIDIA_QUIET");
+  return q != nullptr && *q != '\0' && *q != '0';
+}();
+
 void log(const std::string& line) {
+  if (g_quiet) return;
   std::lock_guard lock(g_mu);
   g_log += line + "\n";
 }
@@ -53,7 +63,37 @@ std::size_t used() {
 bool valid_device(CUdevice d) { return d >= 100 && d < 100 + kDevices; }
 void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
 
+// One per function, registered on its first call. The increment is a relaxed load and
+// store, not a locked add: a few lost counts under concurrent calls do not matter to the
+// single-threaded benchmark that reads them, and a locked add would weigh on the
+// nanoseconds it measures.
+struct CallCounter {
+  explicit CallCounter(const char* n) : name(n), next(head.load()) {
+    while (!head.compare_exchange_weak(next, this)) {
+    }
+  }
+  void bump() noexcept {
+    calls.store(calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  const char* name;
+  CallCounter* next;
+  std::atomic<unsigned long long> calls{0};
+  static inline std::atomic<CallCounter*> head{nullptr};
+};
+#define FAKE_COUNT()                         \
+  static CallCounter fake_counter(__func__); \
+  fake_counter.bump()
+
 }  // namespace
+
+// "name count" lines, one per function called so far.
+FAKE_EXPORT const char* fake_nvidia_call_counts() {
+  thread_local std::string text;
+  text.clear();
+  for (const CallCounter* c = CallCounter::head.load(); c != nullptr; c = c->next)
+    text += std::string(c->name) + " " + std::to_string(c->calls.load()) + "\n";
+  return text.c_str();
+}
 
 FAKE_EXPORT const char* fake_nvidia_log() {
   std::lock_guard lock(g_mu);
@@ -68,6 +108,7 @@ FAKE_EXPORT void fake_nvidia_clear_log() {
 FAKE_EXPORT void fake_nvidia_set_busy(int busy) { g_busy = busy != 0; }
 
 FAKE_EXPORT CUresult cuInit(unsigned flags) {
+  FAKE_COUNT();
   log("cuInit " + std::to_string(flags));
 #ifdef FAKE_NVIDIA_BROKEN
   return CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;  // a driver whose kernel module disagrees
@@ -76,10 +117,12 @@ FAKE_EXPORT CUresult cuInit(unsigned flags) {
 #endif
 }
 FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
+  FAKE_COUNT();
   *v = 13000;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
+  FAKE_COUNT();
   switch (r) {
     case CUDA_SUCCESS:
       *s = "CUDA_SUCCESS";
@@ -113,33 +156,42 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
       return CUDA_ERROR_INVALID_VALUE;
   }
 }
-FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) { return cuGetErrorName(r, s); }
+FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) {
+  FAKE_COUNT();
+  return cuGetErrorName(r, s);
+}
 
 FAKE_EXPORT CUresult cuDeviceGetCount(int* n) {
+  FAKE_COUNT();
   *n = kDevices;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  FAKE_COUNT();
   if (ordinal < 0 || ordinal >= kDevices) return CUDA_ERROR_INVALID_DEVICE;
   *d = 100 + ordinal;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   std::snprintf(name, static_cast<std::size_t>(len), "Fake NVIDIA H100 #%d", d);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* u, CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   std::memset(u->bytes, d, sizeof u->bytes);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   *bytes = kTotal;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   switch (a) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
@@ -171,11 +223,13 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice
   }
 }
 FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
+  FAKE_COUNT();
   *can = valid_device(a) && valid_device(b) && a != b;
   return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   log("cuDevicePrimaryCtxRetain " + std::to_string(d));
   std::lock_guard lock(g_mu);
@@ -186,6 +240,7 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   log("cuDevicePrimaryCtxRelease_v2 " + std::to_string(d));
   std::lock_guard lock(g_mu);
@@ -194,12 +249,14 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned flags) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   log("cuDevicePrimaryCtxSetFlags_v2 " + std::to_string(d) + " " + std::to_string(flags));
   g_primary_flags[d - 100] = flags;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned* flags, int* active) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard lock(g_mu);
   *flags = g_primary_flags[d - 100];
@@ -207,6 +264,7 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned* flags, int
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext* c, CUctxCreateParams*, unsigned flags, CUdevice d) {
+  FAKE_COUNT();
   if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
   log("cuCtxCreate_v4 " + std::to_string(d) + " " + std::to_string(flags));
   *c = reinterpret_cast<CUcontext>(new FakeContext{d - 100, flags, false});
@@ -214,11 +272,13 @@ FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext* c, CUctxCreateParams*, unsigned f
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext c) {
+  FAKE_COUNT();
   log("cuCtxDestroy_v2");
   delete reinterpret_cast<FakeContext*>(c);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
+  FAKE_COUNT();
   log("cuCtxSetCurrent");
   if (t_stack.empty()) {
     t_stack.push_back(c);
@@ -228,15 +288,22 @@ FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
+  FAKE_COUNT();
   log("cuCtxPopCurrent_v2");
   if (t_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   if (c) *c = t_stack.back();
   t_stack.pop_back();
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
+  FAKE_COUNT();
+  *c = t_stack.empty() ? nullptr : t_stack.back();
+  return CUDA_SUCCESS;
+}
 static bool has_current() { return !t_stack.empty() && t_stack.back() != nullptr; }
 
 FAKE_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+  FAKE_COUNT();
   if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard lock(g_mu);
   *total = kTotal;
@@ -244,6 +311,7 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, std::size_t bytes) {
+  FAKE_COUNT();
   if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard lock(g_mu);
   if (bytes > kTotal - used()) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -252,82 +320,105 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, std::size_t bytes) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  FAKE_COUNT();
   std::lock_guard lock(g_mu);
   if (g_allocations.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
   std::free(ptr(p));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, std::size_t bytes, unsigned flags) {
+  FAKE_COUNT();
   log("cuMemAllocManaged " + std::to_string(flags));
   return cuMemAlloc_v2(p, bytes);
 }
 FAKE_EXPORT CUresult cuMemHostAlloc(void** p, std::size_t bytes, unsigned flags) {
+  FAKE_COUNT();
   log("cuMemHostAlloc " + std::to_string(bytes) + " " + std::to_string(flags));
   *p = std::malloc(bytes);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemFreeHost(void* p) {
+  FAKE_COUNT();
   std::free(p);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemHostRegister_v2(void*, std::size_t bytes, unsigned flags) {
+  FAKE_COUNT();
   log("cuMemHostRegister_v2 " + std::to_string(bytes) + " " + std::to_string(flags));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemHostUnregister(void*) {
+  FAKE_COUNT();
   log("cuMemHostUnregister");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned) {
+  FAKE_COUNT();
   *d = reinterpret_cast<CUdeviceptr>(p) + 0x1000;  // a different address, as NVIDIA may give
   return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream* s, unsigned flags, int priority) {
+  FAKE_COUNT();
   if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
   log("cuStreamCreateWithPriority " + std::to_string(flags) + " " + std::to_string(priority));
   *s = reinterpret_cast<CUstream>(new int(0));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  FAKE_COUNT();
   delete reinterpret_cast<int*>(s);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamQuery(CUstream) {
+  FAKE_COUNT();
   return g_busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) {
+  FAKE_COUNT();
   log("cuStreamSynchronize");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned flags) {
+  FAKE_COUNT();
   log("cuStreamWaitEvent " + std::to_string(flags));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream, CUhostFn fn, void* user) {
+  FAKE_COUNT();
   log("cuLaunchHostFunc");
   fn(user);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventCreate(CUevent* e, unsigned flags) {
+  FAKE_COUNT();
   if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
   log("cuEventCreate " + std::to_string(flags));
   *e = reinterpret_cast<CUevent>(new FakeEvent{flags, false, {}});
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  FAKE_COUNT();
   delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream) {
+  FAKE_COUNT();
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   ev->recorded = true;
   ev->at = std::chrono::steady_clock::now();
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuEventQuery(CUevent) { return g_busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; }
-FAKE_EXPORT CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuEventQuery(CUevent) {
+  FAKE_COUNT();
+  return g_busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent) {
+  FAKE_COUNT();
+  return CUDA_SUCCESS;
+}
 FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
+  FAKE_COUNT();
   auto* s = reinterpret_cast<FakeEvent*>(a);
   auto* e = reinterpret_cast<FakeEvent*>(b);
   if ((s->flags | e->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
@@ -336,6 +427,7 @@ FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
 }
 
 FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream) {
+  FAKE_COUNT();
   log("cuMemcpyAsync " + std::to_string(n));
   std::memcpy(ptr(dst), ptr(src), n);
   return CUDA_SUCCESS;
@@ -352,6 +444,7 @@ void copy_box(char* dst, std::size_t dpitch, std::size_t dslice, const char* src
 }
 }  // namespace
 FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream) {
+  FAKE_COUNT();
   log(std::string("cuMemcpy2DAsync_v2 ") + type_name(p->srcMemoryType) + "->" +
       type_name(p->dstMemoryType));
   const char* src = p->srcMemoryType == CU_MEMORYTYPE_HOST
@@ -365,6 +458,7 @@ FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream) {
+  FAKE_COUNT();
   log(std::string("cuMemcpy3DAsync_v2 ") + type_name(p->srcMemoryType) + "->" +
       type_name(p->dstMemoryType) + " heights " + std::to_string(p->srcHeight) + "," +
       std::to_string(p->dstHeight));
@@ -392,24 +486,30 @@ CUresult fill(CUdeviceptr dst, std::size_t pitch, T value, std::size_t w, std::s
 }
 }  // namespace
 FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, std::size_t n, CUstream) {
+  FAKE_COUNT();
   return fill(d, n, v, n, 1, "cuMemsetD8Async");
 }
 FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, std::size_t n, CUstream) {
+  FAKE_COUNT();
   return fill(d, n * 2, v, n, 1, "cuMemsetD16Async");
 }
 FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, std::size_t n, CUstream) {
+  FAKE_COUNT();
   return fill(d, n * 4, v, n, 1, "cuMemsetD32Async");
 }
 FAKE_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, std::size_t p, unsigned char v, std::size_t w,
                                        std::size_t h, CUstream) {
+  FAKE_COUNT();
   return fill(d, p, v, w, h, "cuMemsetD2D8Async");
 }
 FAKE_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, std::size_t p, unsigned short v,
                                         std::size_t w, std::size_t h, CUstream) {
+  FAKE_COUNT();
   return fill(d, p, v, w, h, "cuMemsetD2D16Async");
 }
 FAKE_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, std::size_t p, unsigned v, std::size_t w,
                                         std::size_t h, CUstream) {
+  FAKE_COUNT();
   return fill(d, p, v, w, h, "cuMemsetD2D32Async");
 }
 
@@ -433,23 +533,28 @@ struct FakeModule {
 std::string dims(unsigned x, unsigned y, unsigned z) {
   return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
 }
-CUresult launch(const char* fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                unsigned by, unsigned bz, unsigned shared, void** params, void** extra) {
-  auto* k = reinterpret_cast<FakeFunction*>(f);
-  std::string line = std::string(fn) + " " + k->name + " grid " + dims(gx, gy, gz) + " block " +
+void log_launch(const char* fn, const FakeFunction& k, unsigned gx, unsigned gy, unsigned gz,
+                unsigned bx, unsigned by, unsigned bz, unsigned shared, void** params,
+                void** extra) {
+  std::string line = std::string(fn) + " " + k.name + " grid " + dims(gx, gy, gz) + " block " +
                      dims(bx, by, bz) + " shared " + std::to_string(shared) + " extra " +
                      (extra ? "yes" : "no") + " params";
-  for (std::size_t i = 0; i < k->params.size(); ++i) {
+  for (std::size_t i = 0; i < k.params.size(); ++i) {
     if (!params) break;
     const auto* bytes = static_cast<const unsigned char*>(params[i]);
     char hex[3];
     line += " ";
-    for (std::size_t b = 0; b < k->params[i].second; ++b) {
+    for (std::size_t b = 0; b < k.params[i].second; ++b) {
       std::snprintf(hex, sizeof hex, "%02x", bytes[b]);
       line += hex;
     }
   }
   log(line);
+}
+CUresult launch(const char* fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                unsigned by, unsigned bz, unsigned shared, void** params, void** extra) {
+  auto* k = reinterpret_cast<FakeFunction*>(f);
+  if (!g_quiet) log_launch(fn, *k, gx, gy, gz, bx, by, bz, shared, params, extra);
   if (static_cast<int>(shared) > k->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (k->name == "saxpy" && params) {
     int n = 0;
@@ -467,6 +572,7 @@ CUresult launch(const char* fn, CUfunction f, unsigned gx, unsigned gy, unsigned
 }  // namespace
 
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  FAKE_COUNT();
   if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
   const std::string text(static_cast<const char*>(image));
   log("cuModuleLoadData " + std::to_string(text.size()) + " bytes");
@@ -498,11 +604,13 @@ FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuModuleUnload(CUmodule m) {
+  FAKE_COUNT();
   log("cuModuleUnload");
   delete reinterpret_cast<FakeModule*>(m);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  FAKE_COUNT();
   log(std::string("cuModuleGetFunction ") + name);
   for (auto* k : reinterpret_cast<FakeModule*>(m)->functions) {
     if (k->name == name) {
@@ -514,6 +622,7 @@ FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* 
 }
 FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* p, std::size_t* bytes, CUmodule m,
                                           const char* name) {
+  FAKE_COUNT();
   log(std::string("cuModuleGetGlobal_v2 ") + name);
   auto& globals = reinterpret_cast<FakeModule*>(m)->globals;
   auto it = globals.find(name);
@@ -523,10 +632,12 @@ FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* p, std::size_t* bytes, CU
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuModuleGetFunctionCount(unsigned* count, CUmodule m) {
+  FAKE_COUNT();
   *count = static_cast<unsigned>(reinterpret_cast<FakeModule*>(m)->functions.size());
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction* fs, unsigned n, CUmodule m) {
+  FAKE_COUNT();
   log("cuModuleEnumerateFunctions " + std::to_string(n));
   const auto& all = reinterpret_cast<FakeModule*>(m)->functions;
   if (n > all.size()) return CUDA_ERROR_INVALID_VALUE;
@@ -534,11 +645,13 @@ FAKE_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction* fs, unsigned n, CUmo
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuFuncGetName(const char** name, CUfunction f) {
+  FAKE_COUNT();
   *name = reinterpret_cast<FakeFunction*>(f)->name.c_str();
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, std::size_t i, std::size_t* offset,
                                         std::size_t* size) {
+  FAKE_COUNT();
   const auto& params = reinterpret_cast<FakeFunction*>(f)->params;
   if (i >= params.size()) return CUDA_ERROR_INVALID_VALUE;
   *offset = params[i].first;
@@ -546,6 +659,7 @@ FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, std::size_t i, std::size_t
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f) {
+  FAKE_COUNT();
   log("cuFuncGetAttribute " + std::to_string(a));
   switch (a) {
     case CU_FUNC_ATTRIBUTE_NUM_REGS:
@@ -562,6 +676,7 @@ FAKE_EXPORT CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfuncti
   }
 }
 FAKE_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  FAKE_COUNT();
   log("cuFuncSetAttribute " + std::to_string(a) + " " + std::to_string(v));
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
     if (v > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
@@ -572,10 +687,12 @@ FAKE_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, in
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream, void** params, void** extra) {
+  FAKE_COUNT();
   return launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, params, extra);
 }
 FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                unsigned bx, unsigned by, unsigned bz,
                                                unsigned shared, CUstream, void** params) {
+  FAKE_COUNT();
   return launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, params, nullptr);
 }

@@ -1,11 +1,16 @@
 // A small driver API client for the cuda backend tests: prints what it saw, one fact a
 // line, and always exits 0 (the test reads the lines). With the argument "kernels" it
 // loads a module of the fake NVIDIA driver (tests/cuda_backend/fake_nvidia.cpp) and
-// launches its saxpy through the core.
+// launches its saxpy through the core. With "steady <fake driver path>" it prints which
+// driver calls launches and queries in steady state made (issue 7: one each).
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
 #include <vector>
 
 static const char* name(CUresult r) {
@@ -66,6 +71,63 @@ static void kernels(CUdevice dev) {
   cuCtxDestroy(ctx);
 }
 
+using Counts = std::map<std::string, unsigned long long>;
+static Counts counts(const char* (*get)()) {
+  Counts out;
+  std::istringstream in(get());
+  std::string fn;
+  unsigned long long n = 0;
+  while (in >> fn >> n) out[fn] = n;
+  return out;
+}
+
+// 100 x (launch on a non-blocking stream, launch on the legacy stream, query the stream)
+// after one warm-up round; prints "calls <function> <count>" for every driver function
+// the 100 rounds called.
+static void steady(CUdevice dev, const char* fake) {
+  void* h = dlopen(fake, RTLD_NOW | RTLD_NOLOAD);  // the one the cuda backend loaded
+  auto* get =
+      h ? reinterpret_cast<const char* (*)()>(dlsym(h, "fake_nvidia_call_counts")) : nullptr;
+  if (!get) {
+    std::printf("steady: fake driver not loaded\n");
+    return;
+  }
+  CUcontext ctx = nullptr;
+  cuDevicePrimaryCtxRetain(&ctx, dev);
+  cuCtxSetCurrent(ctx);
+  CUstream s = nullptr;
+  cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+  static const char image[] = "fake-module\nfunction empty 8@0\n";
+  CUmodule mod = nullptr;
+  CUfunction f = nullptr;
+  CUdeviceptr p = 0;
+  cuModuleLoadData(&mod, image);
+  cuModuleGetFunction(&f, mod, "empty");
+  cuMemAlloc(&p, 64);
+  void* params[] = {&p};
+  CUresult worst = CUDA_SUCCESS;
+  auto round = [&] {
+    for (CUresult r :
+         {cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, nullptr),
+          cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), cuStreamQuery(s)})
+      if (r != CUDA_SUCCESS) worst = r;
+  };
+  round();
+  const Counts before = counts(get);
+  for (int i = 0; i < 100; ++i) round();
+  const Counts after = counts(get);
+  std::printf("steady %s\n", name(worst));
+  for (const auto& [fn, n] : after) {
+    const auto it = before.find(fn);
+    const unsigned long long d = n - (it == before.end() ? 0 : it->second);
+    if (d > 0) std::printf("calls %s %llu\n", fn.c_str(), d);
+  }
+  cuMemFree(p);
+  cuModuleUnload(mod);
+  cuStreamDestroy(s);
+  cuDevicePrimaryCtxRelease(dev);
+}
+
 int main(int argc, char** argv) {
   const CUresult init = cuInit(0);
   std::printf("cuInit %s\n", name(init));
@@ -74,6 +136,12 @@ int main(int argc, char** argv) {
     CUdevice dev = 0;
     cuDeviceGet(&dev, 0);
     kernels(dev);
+    return 0;
+  }
+  if (argc > 2 && std::strcmp(argv[1], "steady") == 0) {
+    CUdevice dev = 0;
+    cuDeviceGet(&dev, 0);
+    steady(dev, argv[2]);
     return 0;
   }
   int count = 0;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -28,15 +29,24 @@ CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 class NvidiaErrors final : public be::ErrorDomain {
  public:
-  explicit NvidiaErrors(const NvidiaApi* api) : api_(api) {}
+  explicit NvidiaErrors(const NvidiaApi* api) : api_(api) {
+    for (auto& k : known_) k.store(kUnasked, std::memory_order_relaxed);
+  }
   // Identity for every code NVIDIA's driver has a name for; without a driver loaded the
-  // only codes are the backend's own, all CUresult values.
+  // only codes are the backend's own, all CUresult values. NVIDIA's answer is kept per
+  // code: the core maps every failed status, CUDA_ERROR_NOT_READY of each query of a busy
+  // stream or event included, and asking NVIDIA each time doubled the driver calls.
   [[nodiscard]] std::optional<CUresult> to_cuda(std::int32_t native) const noexcept override {
-    const char* name = nullptr;
-    if (api_ != nullptr &&
-        api_->cuGetErrorName(static_cast<CUresult>(native), &name) != CUDA_SUCCESS) {
-      return std::nullopt;
+    if (api_ == nullptr) return static_cast<CUresult>(native);
+    const auto i = static_cast<std::uint32_t>(native);
+    std::uint8_t k = i < known_.size() ? known_[i].load(std::memory_order_relaxed) : kUnasked;
+    if (k == kUnasked) {
+      const char* name = nullptr;
+      k = api_->cuGetErrorName(static_cast<CUresult>(native), &name) == CUDA_SUCCESS ? kNamed
+                                                                                     : kUnnamed;
+      if (i < known_.size()) known_[i].store(k, std::memory_order_relaxed);
     }
+    if (k == kUnnamed) return std::nullopt;
     return static_cast<CUresult>(native);
   }
   [[nodiscard]] std::string_view native_name(std::int32_t native) const noexcept override {
@@ -62,7 +72,10 @@ class NvidiaErrors final : public be::ErrorDomain {
   }
 
  private:
+  static constexpr std::uint8_t kUnasked = 0, kNamed = 1, kUnnamed = 2;
   const NvidiaApi* api_;
+  // CUresult values are below 1000 (CUDA_ERROR_UNKNOWN is 999); others are not kept.
+  mutable std::array<std::atomic<std::uint8_t>, 1024> known_;
 };
 
 // A real CUcontext plus an id unique for the process's lifetime: a handle value can
@@ -73,8 +86,11 @@ struct RealContext {
 };
 std::atomic<std::uint64_t> g_next_context_id{1};
 // The RealContext::id this thread last made current in NVIDIA's driver. Only this
-// plugin talks to NVIDIA's driver in the process, so the cache cannot go stale.
-thread_local std::uint64_t t_current_id = 0;
+// plugin talks to NVIDIA's driver in the process, so the cache cannot go stale. Read on
+// every enqueue: initial-exec TLS (8 bytes of the static TLS reserve), as the core's
+// current context, since the general-dynamic model of a dlopen'ed plugin costs a
+// __tls_get_addr call each time.
+[[gnu::tls_model("initial-exec")]] thread_local std::uint64_t t_current_id = 0;
 
 be::Status make_current(const NvidiaApi& api, const RealContext& ctx) {
   if (t_current_id == ctx.id) return be::kOk;
@@ -328,12 +344,14 @@ class NvidiaQueue final : public be::Queue {
     // kernelParams point into the core's packed copy (valid during this call; NVIDIA
     // copies the values before cuLaunchKernel returns).
     const auto& params = f.params();
-    std::array<void*, 64> small{};
+    // Not zero-filled: only the first params.size() entries are written and read (filling
+    // all 64 was a third of this function's time per launch).
+    void* small[64];
     std::vector<void*> large;
     void** kernel_params = nullptr;
     if (!params.empty()) {
-      kernel_params = small.data();
-      if (params.size() > small.size()) {
+      kernel_params = small;
+      if (params.size() > std::size(small)) {
         large.resize(params.size());
         kernel_params = large.data();
       }
