@@ -537,6 +537,10 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_remove_arena(const void* base) {
   cudamux::device::g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
+CUDAMUX_DEVICE_EXPORT void cudamux_install_fault_handler(void) {
+  cudamux::device::install_fault_handler();
+}
+
 CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_modules_changed(void) {
   cudamux::device::g_generation.fetch_add(1, std::memory_order_acq_rel);
 }

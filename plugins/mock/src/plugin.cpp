@@ -361,6 +361,7 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
       const int key = allocate_device_memory_key(why);
       if (key >= 0) {
         d.arena->protect_device_allocations(key);
+        cudamux_install_fault_handler();  // its report names what host code touched
       } else if (i == 0) {
         host.logger->warn(
             "mock backend: memcheck cannot make host accesses to device memory fault here (no "

@@ -135,6 +135,9 @@ void cudamux_memcheck_add_arena(const void* base, unsigned long long size);
 void cudamux_memcheck_remove_arena(const void* base);
 // Modules were loaded or unloaded: cached ranges of their data and TLS are stale.
 void cudamux_memcheck_modules_changed(void);
+// Installs the SIGSEGV/SIGBUS handler now (it is otherwise installed when a thread first runs
+// a block): memcheck's report of host code touching device memory needs it from the start.
+void cudamux_install_fault_handler(void);
 
 #ifdef __cplusplus
 }
