@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernel_fixture.hpp"
@@ -308,6 +309,51 @@ TEST_F(Memcheck, HostCodeTouchingDeviceMemoryFaultsAsOnAGpu) {
   ASSERT_EQ(cu(q->copy_sync(copy_1d(out, p, sizeof out))), CUDA_SUCCESS);
   EXPECT_EQ(std::vector<int>(out, out + 16), std::vector<int>(in, in + 16));
   EXPECT_EQ(cu(ctx->free_managed(managed)), CUDA_SUCCESS);
+}
+
+TEST_F(Memcheck, ConcurrentLaunchesAllocationsAndFreesStayExact) {
+  // Several host threads allocate, launch checked kernels, copy back and free at once: the
+  // allocation table and the per-thread caches (emptied by every free) must never turn a valid
+  // access into a report, and results must be exact.
+  std::unique_ptr<be::Module> m;
+  be::Function* f = kernel(m, R"(
+extern "C" __global__ void fill(int* p, int n, int v) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = v + i;
+}
+)",
+                           "fill");
+  ASSERT_NE(f, nullptr);
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 40;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto q = queue();
+      for (int r = 0; r < kRounds; ++r) {
+        const int n = 64 + 37 * ((t + r) % 9);
+        void* p = nullptr;
+        if (cu(ctx->allocate(n * sizeof(int), &p)) != CUDA_SUCCESS) {
+          ++failures[t];
+          continue;
+        }
+        if (launch(*q, f, (n + 63) / 64, 64, 0, static_cast<int*>(p), n, 1000 * t + r) !=
+                CUDA_SUCCESS ||
+            cu(q->synchronize()) != CUDA_SUCCESS)
+          ++failures[t];
+        std::vector<int> host(n);
+        if (cu(q->copy_sync(copy_1d(host.data(), p, n * sizeof(int)))) != CUDA_SUCCESS)
+          ++failures[t];
+        for (int i = 0; i < n; ++i)
+          if (host[i] != 1000 * t + r + i) ++failures[t];
+        if (cu(ctx->free(p)) != CUDA_SUCCESS) ++failures[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures, std::vector<int>(kThreads, 0));
+  EXPECT_THAT(new_log(), Not(HasSubstr("memcheck")));
 }
 
 // --- without memcheck: faults in kernel code fail the launch, the process survives ---
