@@ -10,16 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "cu_expect.hpp"
 #include "ktest_record.h"
 
 namespace {
-
-std::string name_of(CUresult r) {
-  const char* n = nullptr;
-  return cuGetErrorName(r, &n) == CUDA_SUCCESS && n ? n : std::to_string(r);
-}
-#define EXPECT_CU(expected, call) EXPECT_EQ(name_of(expected), name_of(call))
-#define ASSERT_CU(expected, call) ASSERT_EQ(name_of(expected), name_of(call))
 
 const char kImage[] =
     "cudamux-ktest-module\n"

@@ -10,14 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "cu_expect.hpp"
 
-std::string name_of(CUresult r) {
-  const char* n = nullptr;
-  return cuGetErrorName(r, &n) == CUDA_SUCCESS && n ? n : std::to_string(r);
-}
-#define EXPECT_CU(expected, call) EXPECT_EQ(name_of(expected), name_of(call))
-#define ASSERT_CU(expected, call) ASSERT_EQ(name_of(expected), name_of(call))
+namespace {
 
 class MockKernels : public ::testing::Test {
  protected:
