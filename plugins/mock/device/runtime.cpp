@@ -442,7 +442,7 @@ int run_direct(Worker& w, const cudamux_launch* launch, char* message, unsigned 
   }
   w.direct = false;
   if (w.abort > 0) {
-    if (launch->abort != nullptr) *launch->abort = 1;
+    if (launch->abort != nullptr) __atomic_store_n(launch->abort, 1, __ATOMIC_RELAXED);
     if (message != nullptr && message_size > 0)
       std::snprintf(message, message_size, "%s", w.message.c_str());
   }
@@ -493,11 +493,12 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
     resume(w, r);
     if (r->state == State::idle) w.idle.push_back(r);
     if (w.abort != 0) {
-      if (launch->abort != nullptr) *launch->abort = 1;
+      if (launch->abort != nullptr) __atomic_store_n(launch->abort, 1, __ATOMIC_RELAXED);
       unwind_parked(w);
       break;
     }
-    if (launch->abort != nullptr && *launch->abort != 0) {  // another block failed
+    if (launch->abort != nullptr &&
+        __atomic_load_n(launch->abort, __ATOMIC_RELAXED) != 0) {  // another block failed
       w.abort = -1;
       unwind_parked(w);
       w.abort = 0;
@@ -514,7 +515,7 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
     w.message = "threads of block (" + std::to_string(block_idx.x) + "," +
                 std::to_string(block_idx.y) + "," + std::to_string(block_idx.z) +
                 ") wait at a barrier or warp collective that the other threads never reach";
-    if (launch->abort != nullptr) *launch->abort = 1;
+    if (launch->abort != nullptr) __atomic_store_n(launch->abort, 1, __ATOMIC_RELAXED);
     unwind_parked(w);
   }
   if (w.abort > 0 && message != nullptr && message_size > 0) {

@@ -70,7 +70,8 @@ void BlockPool::work(Job& job) {
     if (first >= job.total) break;
     const std::uint64_t last = std::min(job.total, first + job.chunk);
     for (std::uint64_t b = first; b < last; ++b) {
-      if (job.abort != 0) break;  // a block failed: the rest are skipped
+      // A block failed: the rest are skipped. Atomic: blocks of other threads set it.
+      if (__atomic_load_n(&job.abort, __ATOMIC_RELAXED) != 0) break;
       const cudamux_u3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>((b % gxy) / gx),
                            static_cast<unsigned>(b / gxy)};
       message[0] = '\0';
@@ -83,7 +84,7 @@ void BlockPool::work(Job& job) {
           job.result = rc;
           job.message = message;
         }
-        job.abort = 1;
+        __atomic_store_n(&job.abort, 1, __ATOMIC_RELAXED);
       }
     }
   }

@@ -61,7 +61,8 @@ typedef struct cudamux_launch {
   const void* args;
   cudamux_u3 grid;
   cudamux_u3 block;
-  volatile int* abort;  // shared by all blocks of the launch: nonzero = skip/stop
+  // Shared by all blocks of the launch: nonzero = skip/stop. Accessed with __atomic builtins.
+  volatile int* abort;
   unsigned flags;       // the kernel's CUDAMUX_KERNEL_* flags
   // For fault and memcheck reports (issue 9): the kernel (its symbol names it), the sizes of
   // the argument buffer and of the dynamic shared memory every block gets.
