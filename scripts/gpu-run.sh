@@ -131,6 +131,18 @@ if has_step kernels; then
       "$pack/bin/cudamux_bench_passthrough"
     sed -n '/^Summary/,$p' "$logs/bench-passthrough.log" | sed 's/^/   bench-passthrough: /' | tee -a "$summary"
   fi
+  # The seed program on the mock too (issue 7): NVIDIA's Python bindings over cudamux with
+  # kernels compiled for the CPU by this machine's g++.
+  if command -v g++ >/dev/null; then
+    CUDAMUX_BACKEND=mock run saxpy-mock 120 "$pack/bin/saxpy"
+    if [[ -f tests/python/test_saxpy_bindings.py ]]; then
+      CUDAMUX_BACKEND=mock CUDAMUX_EXPECT_LIBCUDA="$pack/lib/libcuda.so.1" \
+        CUDAMUX_EXPECT_LIBNVRTC="$pack/lib/libnvrtc.so.13" LD_PRELOAD="$pack/lib/libnvrtc.so.13" \
+        PYTHONUNBUFFERED=1 run python_saxpy_bindings-mock 180 python3 tests/python/test_saxpy_bindings.py
+    fi
+  else
+    say "saxpy-mock: skipped (no g++ on this machine for the mock's kernels)"
+  fi
   unset CUDAMUX_BACKEND
 fi
 
