@@ -424,6 +424,148 @@ TEST_F(CudaBackend, MemoryCopiesAndFillsMapOntoNvidiasCalls) {
   ASSERT_TRUE(c->free(dev).ok());
 }
 
+// issue 7: a synchronous pageable host-to-device copy of 64 KiB or more on an idle queue
+// is NVIDIA's cuMemcpyHtoD (on NVIDIA's legacy stream), after which the queue's stream
+// waits for the legacy stream (the copy may return before its DMA lands); a queue with
+// work of its own keeps the async copy on its stream plus a wait for the stream.
+TEST_F(CudaBackend, LargePageableUploadsOnAnIdleQueueTakeNvidiasSynchronousCopy) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  constexpr std::size_t kBig = 128 << 10;
+  void* dev = nullptr;
+  ASSERT_TRUE(c->allocate(kBig, &dev).ok());
+  std::unique_ptr<be::Queue> q;
+  ASSERT_TRUE(c->create_queue(0, 0, q).ok());
+  struct Idle {  // the fake's streams are idle again whatever happens below
+    ~Idle() { fake_busy(false); }
+  } idle;
+
+  using Calls = std::map<std::string, unsigned long long>;
+  const auto snapshot = [] {
+    Calls m;
+    for (const char* fn : {"cuMemcpyHtoD_v2", "cuMemcpy2D_v2", "cuMemcpy3D_v2", "cuMemcpyAsync",
+                           "cuMemcpy2DAsync_v2", "cuStreamSynchronize", "cuStreamQuery",
+                           "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent"})
+      m[fn] = std::stoull(fake_calls(fn));
+    return m;
+  };
+  const auto since = [&](const Calls& before) {
+    Calls d;
+    for (const auto& [fn, n] : snapshot())
+      if (n != before.at(fn)) d[fn] = n - before.at(fn);
+    return d;
+  };
+
+  std::vector<unsigned char> src(kBig);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7);
+  be::CopyDesc up;
+  up.dst = dev;
+  up.dst_kind = be::MemKind::device;
+  up.src = src.data();
+  up.width_bytes = up.dst_pitch = up.src_pitch = up.dst_slice = up.src_slice = kBig;
+  const auto* bytes = static_cast<const unsigned char*>(dev);  // the fake's "device" is host memory
+
+  // Idle queue: one query, then the synchronous copy and the ordering pair (the event
+  // created once per queue, without timing).
+  fake_log();
+  Calls before = snapshot();
+  ASSERT_TRUE(q->copy_sync(up).ok());
+  EXPECT_EQ(since(before), (Calls{{"cuStreamQuery", 1},
+                                  {"cuEventCreate", 1},
+                                  {"cuMemcpyHtoD_v2", 1},
+                                  {"cuEventRecord", 1},
+                                  {"cuStreamWaitEvent", 1}}));
+  EXPECT_EQ(std::memcmp(bytes, src.data(), kBig), 0);
+  std::string log = fake_log();
+  EXPECT_THAT(log, HasSubstr("cuEventCreate 2\n"));  // CU_EVENT_DISABLE_TIMING
+  const auto copied = log.find("cuMemcpyHtoD_v2 131072");
+  const auto recorded = log.find("cuEventRecord legacy");
+  const auto waited = log.find("cuStreamWaitEvent 0");
+  ASSERT_NE(waited, std::string::npos) << log;
+  EXPECT_LT(copied, recorded) << log;
+  EXPECT_LT(recorded, waited) << log;
+
+  // The stream now waits for the copy's DMA (busy), but only for the legacy stream, which
+  // the next synchronous copy runs after anyway: no query, same path. An event record on
+  // the queue does not count as work the copy must wait for.
+  fake_busy(true);
+  std::unique_ptr<be::Event> e;
+  ASSERT_TRUE(c->create_event(CU_EVENT_DISABLE_TIMING, e).ok());
+  ASSERT_TRUE(q->record(*e).ok());
+  before = snapshot();
+  ASSERT_TRUE(q->copy_sync(up).ok());
+  EXPECT_EQ(since(before),
+            (Calls{{"cuMemcpyHtoD_v2", 1}, {"cuEventRecord", 1}, {"cuStreamWaitEvent", 1}}));
+
+  // Work of the queue's own in flight (a fill): the copy must follow it on the stream.
+  be::FillDesc f;
+  f.dst = dev;
+  f.width_elems = 16;
+  ASSERT_TRUE(q->fill(f).ok());
+  before = snapshot();
+  ASSERT_TRUE(q->copy_sync(up).ok());
+  EXPECT_EQ(since(before),
+            (Calls{{"cuStreamQuery", 1}, {"cuMemcpyAsync", 1}, {"cuStreamSynchronize", 1}}));
+  EXPECT_EQ(bytes[5], src[5]);  // copied again over the fill's zeros
+  // A wait for another event is such work too.
+  fake_busy(false);
+  before = snapshot();
+  ASSERT_TRUE(q->copy_sync(up).ok());  // drained: the synchronous copy again
+  EXPECT_EQ(since(before).count("cuMemcpyHtoD_v2"), 1u);
+  fake_busy(true);
+  ASSERT_TRUE(q->wait(*e).ok());
+  before = snapshot();
+  ASSERT_TRUE(q->copy_sync(up).ok());
+  EXPECT_EQ(since(before),
+            (Calls{{"cuStreamQuery", 1}, {"cuMemcpyAsync", 1}, {"cuStreamSynchronize", 1}}));
+
+  // Once the stream has drained, the synchronous copy again (2D here).
+  fake_busy(false);
+  be::CopyDesc box = up;
+  box.width_bytes = 1024;
+  box.height = 64;
+  box.src_pitch = box.dst_pitch = 2048;
+  box.src_slice = box.dst_slice = 2048 * 64;
+  before = snapshot();
+  ASSERT_TRUE(q->copy_sync(box).ok());
+  EXPECT_EQ(since(before), (Calls{{"cuStreamQuery", 1},
+                                  {"cuMemcpy2D_v2", 1},
+                                  {"cuEventRecord", 1},
+                                  {"cuStreamWaitEvent", 1}}));
+  EXPECT_THAT(fake_log(), HasSubstr("cuMemcpy2D_v2 host->unified"));
+  box.height = 16;
+  box.depth = 4;
+  box.src_slice = box.dst_slice = 2048 * 16;
+  before = snapshot();
+  ASSERT_TRUE(q->copy_sync(box).ok());
+  EXPECT_EQ(since(before),
+            (Calls{{"cuMemcpy3D_v2", 1}, {"cuEventRecord", 1}, {"cuStreamWaitEvent", 1}}));
+
+  // Below 64 KiB, device-to-host, and pinned host memory: the async copy + stream wait.
+  be::CopyDesc small = up;
+  small.width_bytes = small.dst_pitch = small.src_pitch = small.dst_slice = small.src_slice =
+      (64 << 10) - 1;
+  be::CopyDesc down = up;
+  std::vector<unsigned char> back(kBig);
+  down.dst = back.data();
+  down.dst_kind = be::MemKind::host_pageable;
+  down.src = dev;
+  down.src_kind = be::MemKind::device;
+  be::CopyDesc pinned = up;
+  pinned.src_kind = be::MemKind::host_pinned;
+  for (const be::CopyDesc* d : {&small, &down, &pinned}) {
+    before = snapshot();
+    ASSERT_TRUE(q->copy_sync(*d).ok());
+    EXPECT_EQ(since(before), (Calls{{"cuMemcpyAsync", 1}, {"cuStreamSynchronize", 1}}));
+  }
+  EXPECT_EQ(back, src);
+  e.reset();
+  q.reset();
+  ASSERT_TRUE(c->free(dev).ok());
+}
+
 // NVIDIA's name for an error code is asked once per code: the core maps every failed
 // status, CUDA_ERROR_NOT_READY of each query of a busy stream included.
 TEST_F(CudaBackend, ErrorCodesAreCheckedWithNvidiaOncePerCode) {

@@ -402,8 +402,9 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream) {
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   FAKE_COUNT();
+  if (!g_quiet) log(s == CU_STREAM_LEGACY ? "cuEventRecord legacy" : "cuEventRecord");
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   ev->recorded = true;
   ev->at = std::chrono::steady_clock::now();
@@ -442,11 +443,8 @@ void copy_box(char* dst, std::size_t dpitch, std::size_t dslice, const char* src
     for (std::size_t y = 0; y < h; ++y)
       std::memcpy(dst + z * dslice + y * dpitch, src + z * sslice + y * spitch, w);
 }
-}  // namespace
-FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream) {
-  FAKE_COUNT();
-  log(std::string("cuMemcpy2DAsync_v2 ") + type_name(p->srcMemoryType) + "->" +
-      type_name(p->dstMemoryType));
+CUresult copy_2d(const CUDA_MEMCPY2D* p, const char* fn) {
+  log(std::string(fn) + " " + type_name(p->srcMemoryType) + "->" + type_name(p->dstMemoryType));
   const char* src = p->srcMemoryType == CU_MEMORYTYPE_HOST
                         ? static_cast<const char*>(p->srcHost)
                         : static_cast<const char*>(ptr(p->srcDevice));
@@ -457,11 +455,9 @@ FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream) {
            1);
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream) {
-  FAKE_COUNT();
-  log(std::string("cuMemcpy3DAsync_v2 ") + type_name(p->srcMemoryType) + "->" +
-      type_name(p->dstMemoryType) + " heights " + std::to_string(p->srcHeight) + "," +
-      std::to_string(p->dstHeight));
+CUresult copy_3d(const CUDA_MEMCPY3D* p, const char* fn) {
+  log(std::string(fn) + " " + type_name(p->srcMemoryType) + "->" + type_name(p->dstMemoryType) +
+      " heights " + std::to_string(p->srcHeight) + "," + std::to_string(p->dstHeight));
   const char* src = p->srcMemoryType == CU_MEMORYTYPE_HOST
                         ? static_cast<const char*>(p->srcHost)
                         : static_cast<const char*>(ptr(p->srcDevice));
@@ -470,6 +466,33 @@ FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream) {
   copy_box(dst, p->dstPitch, p->dstPitch * p->dstHeight, src, p->srcPitch,
            p->srcPitch * p->srcHeight, p->WidthInBytes, p->Height, p->Depth);
   return CUDA_SUCCESS;
+}
+}  // namespace
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream) {
+  FAKE_COUNT();
+  return copy_2d(p, "cuMemcpy2DAsync_v2");
+}
+FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream) {
+  FAKE_COUNT();
+  return copy_3d(p, "cuMemcpy3DAsync_v2");
+}
+// NVIDIA's synchronous copies (on its legacy stream).
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t n) {
+  FAKE_COUNT();
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  log("cuMemcpyHtoD_v2 " + std::to_string(n));
+  std::memcpy(ptr(dst), src, n);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) {
+  FAKE_COUNT();
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy_2d(p, "cuMemcpy2D_v2");
+}
+FAKE_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) {
+  FAKE_COUNT();
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy_3d(p, "cuMemcpy3D_v2");
 }
 
 namespace {

@@ -26,7 +26,8 @@ namespace cudamux::cuda {
                                           X(cuMemsetD8Async) X(cuMemsetD16Async)                   \
                                               X(cuMemsetD32Async) X(cuMemsetD2D8Async)             \
                                                   X(cuMemsetD2D16Async) X(cuMemsetD2D32Async)      \
-                                                      CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)
+                                                      CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)           \
+                                                          CUDAMUX_NVIDIA_SYNC_COPY_FUNCTIONS(X)
 
 // Modules and launches (issue 7). cuModuleEnumerateFunctions and cuFuncGetParamInfo
 // arrived with CUDA 12.4: older drivers are refused (cudamux presents CUDA 13.0).
@@ -43,6 +44,13 @@ namespace cudamux::cuda {
   X(cuFuncSetAttribute)                    \
   X(cuLaunchKernel)                        \
   X(cuLaunchCooperativeKernel)
+
+// NVIDIA's synchronous copies, for large pageable host-to-device copies on an idle queue
+// (NvidiaQueue::copy_sync).
+#define CUDAMUX_NVIDIA_SYNC_COPY_FUNCTIONS(X) \
+  X(cuMemcpyHtoD_v2)                          \
+  X(cuMemcpy2D_v2)                            \
+  X(cuMemcpy3D_v2)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

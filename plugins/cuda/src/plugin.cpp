@@ -255,6 +255,7 @@ class NvidiaQueue final : public be::Queue {
       registry_->queues.erase(this);
     }
     (void)api_.cuStreamDestroy_v2(stream_);  // NVIDIA finishes pending work on its own
+    if (legacy_done_ != nullptr) (void)api_.cuEventDestroy_v2(legacy_done_);
   }
   NvidiaQueue(const NvidiaQueue&) = delete;
   NvidiaQueue& operator=(const NvidiaQueue&) = delete;
@@ -263,32 +264,28 @@ class NvidiaQueue final : public be::Queue {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     if (d.height == 1 && d.depth == 1) {
       // Unified addressing: NVIDIA infers each side's memory from the pointer.
-      return status(api_.cuMemcpyAsync(dptr(d.dst), dptr(d.src), d.width_bytes, stream_));
+      return submitted(api_.cuMemcpyAsync(dptr(d.dst), dptr(d.src), d.width_bytes, stream_));
     }
     if (d.depth == 1) {
-      CUDA_MEMCPY2D p{};
-      side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
-      p.srcPitch = d.src_pitch;
-      side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
-      p.dstPitch = d.dst_pitch;
-      p.WidthInBytes = d.width_bytes;
-      p.Height = d.height;
-      return status(api_.cuMemcpy2DAsync_v2(&p, stream_));
+      const CUDA_MEMCPY2D p = params_2d(d);
+      return submitted(api_.cuMemcpy2DAsync_v2(&p, stream_));
     }
-    CUDA_MEMCPY3D p{};
-    side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
-    p.srcPitch = d.src_pitch;
-    p.srcHeight = d.src_slice / d.src_pitch;
-    side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
-    p.dstPitch = d.dst_pitch;
-    p.dstHeight = d.dst_slice / d.dst_pitch;
-    p.WidthInBytes = d.width_bytes;
-    p.Height = d.height;
-    p.Depth = d.depth;
-    return status(api_.cuMemcpy3DAsync_v2(&p, stream_));
+    const CUDA_MEMCPY3D p = params_3d(d);
+    return submitted(api_.cuMemcpy3DAsync_v2(&p, stream_));
   }
 
+  // A pageable host-to-device copy of at least kSyncCopyMinBytes on an idle queue takes
+  // NVIDIA's synchronous entry point, which pipelines its staging (measured on an H200:
+  // cuMemcpyAsync + cuStreamSynchronize of 256 MiB took 3% longer than cuMemcpyHtoD).
+  // Anything else: the async copy on our stream, then a wait for the stream. Device-to-
+  // pageable copies stay there: that path was measured faster than NVIDIA's synchronous one.
   be::Status copy_sync(const be::CopyDesc& d) override {
+    if (d.src_kind == be::MemKind::host_pageable && d.dst_kind == be::MemKind::device &&
+        d.width_bytes * d.height * d.depth >= kSyncCopyMinBytes) {
+      if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+      std::lock_guard lock(sync_mu_);
+      if (idle_locked()) return copy_on_legacy_locked(d);
+    }
     if (auto st = copy(d); !st.ok()) return st;
     return synchronize();
   }
@@ -300,25 +297,26 @@ class NvidiaQueue final : public be::Queue {
     if (d.height == 1) {
       switch (d.elem_size) {
         case 1:
-          return status(api_.cuMemsetD8Async(dst, static_cast<unsigned char>(d.value), w, stream_));
+          return submitted(
+              api_.cuMemsetD8Async(dst, static_cast<unsigned char>(d.value), w, stream_));
         case 2:
-          return status(
+          return submitted(
               api_.cuMemsetD16Async(dst, static_cast<unsigned short>(d.value), w, stream_));
         case 4:
-          return status(api_.cuMemsetD32Async(dst, d.value, w, stream_));
+          return submitted(api_.cuMemsetD32Async(dst, d.value, w, stream_));
         default:
           return status(CUDA_ERROR_INVALID_VALUE);
       }
     }
     switch (d.elem_size) {
       case 1:
-        return status(api_.cuMemsetD2D8Async(dst, d.pitch, static_cast<unsigned char>(d.value), w,
-                                             d.height, stream_));
+        return submitted(api_.cuMemsetD2D8Async(dst, d.pitch, static_cast<unsigned char>(d.value),
+                                                w, d.height, stream_));
       case 2:
-        return status(api_.cuMemsetD2D16Async(dst, d.pitch, static_cast<unsigned short>(d.value), w,
-                                              d.height, stream_));
+        return submitted(api_.cuMemsetD2D16Async(dst, d.pitch, static_cast<unsigned short>(d.value),
+                                                 w, d.height, stream_));
       case 4:
-        return status(api_.cuMemsetD2D32Async(dst, d.pitch, d.value, w, d.height, stream_));
+        return submitted(api_.cuMemsetD2D32Async(dst, d.pitch, d.value, w, d.height, stream_));
       default:
         return status(CUDA_ERROR_INVALID_VALUE);
     }
@@ -326,15 +324,16 @@ class NvidiaQueue final : public be::Queue {
 
   be::Status host_function(void (*fn)(void*), void* user) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
-    return status(api_.cuLaunchHostFunc(stream_, fn, user));
+    return submitted(api_.cuLaunchHostFunc(stream_, fn, user));
   }
+  // Not a submission for copy_sync: a record waits for earlier work only.
   be::Status record(be::Event& event) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     return status(api_.cuEventRecord(static_cast<NvidiaEvent&>(event).handle(), stream_));
   }
   be::Status wait(be::Event& event) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
-    return status(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(), 0));
+    return submitted(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(), 0));
   }
   be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
   be::Status synchronize() override { return status(api_.cuStreamSynchronize(stream_)); }
@@ -361,16 +360,95 @@ class NvidiaQueue final : public be::Queue {
       }
     }
     if (d.cooperative) {
-      return status(api_.cuLaunchCooperativeKernel(f.handle(), d.grid[0], d.grid[1], d.grid[2],
-                                                   d.block[0], d.block[1], d.block[2],
-                                                   d.shared_bytes, stream_, kernel_params));
+      return submitted(api_.cuLaunchCooperativeKernel(f.handle(), d.grid[0], d.grid[1], d.grid[2],
+                                                      d.block[0], d.block[1], d.block[2],
+                                                      d.shared_bytes, stream_, kernel_params));
     }
-    return status(api_.cuLaunchKernel(f.handle(), d.grid[0], d.grid[1], d.grid[2], d.block[0],
-                                      d.block[1], d.block[2], d.shared_bytes, stream_,
-                                      kernel_params, nullptr));
+    return submitted(api_.cuLaunchKernel(f.handle(), d.grid[0], d.grid[1], d.grid[2], d.block[0],
+                                         d.block[1], d.block[2], d.shared_bytes, stream_,
+                                         kernel_params, nullptr));
   }
 
  private:
+  static constexpr std::size_t kSyncCopyMinBytes = std::size_t{64} << 10;
+
+  // Called after each enqueue on stream_: copy_sync clears the flag before it queries the
+  // stream, so it either sees the flag or finds the work in the stream. Always stored (a
+  // plain store on x86): skipping the store when the flag reads true could lose an enqueue
+  // to a concurrent copy_sync that clears it and queries before that enqueue is visible.
+  be::Status submitted(CUresult r) noexcept {
+    submitted_.store(true, std::memory_order_release);
+    return status(r);
+  }
+
+  // Whether stream_ holds no work but waits for the legacy stream (sync_mu_ held). Such
+  // waits need not hold a copy on the legacy stream back: it already runs after them.
+  // After our own copies the stream is busy while their DMA drains, so without this
+  // bookkeeping back-to-back copies would alternate between the two paths.
+  bool idle_locked() {
+    if (legacy_done_ == nullptr &&
+        api_.cuEventCreate(&legacy_done_, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+      legacy_done_ = nullptr;
+      return false;
+    }
+    const bool others = submitted_.exchange(false, std::memory_order_acq_rel);
+    if (others || !only_legacy_waits_)
+      only_legacy_waits_ = api_.cuStreamQuery(stream_) == CUDA_SUCCESS;
+    return only_legacy_waits_;
+  }
+
+  // NVIDIA's synchronous copies run on NVIDIA's legacy stream of the current (real)
+  // context, which we otherwise never use: it waits only for itself and for blocking
+  // streams, and ours are all non-blocking, so the copy is not ordered after work on
+  // stream_ — hence only on an idle stream_. A pageable host-to-device copy returns once
+  // the source is staged, possibly before its DMA lands, so stream_ is made to wait for
+  // the legacy stream: later work the core sends here (kernels, copies, event records,
+  // synchronize) sees the data. With contexts = "primary" the legacy stream is shared by
+  // the cudamux contexts of a device: the copy may wait behind another context's
+  // synchronous copy and our stream may wait for it too, which orders more, never less.
+  // With contexts = "create" each real context has its own legacy stream.
+  be::Status copy_on_legacy_locked(const be::CopyDesc& d) {
+    CUresult r = CUDA_SUCCESS;
+    if (d.height == 1 && d.depth == 1) {
+      r = api_.cuMemcpyHtoD_v2(dptr(d.dst), d.src, d.width_bytes);
+    } else if (d.depth == 1) {
+      const CUDA_MEMCPY2D p = params_2d(d);
+      r = api_.cuMemcpy2D_v2(&p);
+    } else {
+      const CUDA_MEMCPY3D p = params_3d(d);
+      r = api_.cuMemcpy3D_v2(&p);
+    }
+    // Ordered even after a failed copy: NVIDIA may have queued part of it.
+    CUresult o = api_.cuEventRecord(legacy_done_, CU_STREAM_LEGACY);
+    if (o == CUDA_SUCCESS) o = api_.cuStreamWaitEvent(stream_, legacy_done_, 0);
+    if (o != CUDA_SUCCESS) only_legacy_waits_ = false;
+    return status(r != CUDA_SUCCESS ? r : o);
+  }
+
+  static CUDA_MEMCPY2D params_2d(const be::CopyDesc& d) {
+    CUDA_MEMCPY2D p{};
+    side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
+    p.srcPitch = d.src_pitch;
+    side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
+    p.dstPitch = d.dst_pitch;
+    p.WidthInBytes = d.width_bytes;
+    p.Height = d.height;
+    return p;
+  }
+  static CUDA_MEMCPY3D params_3d(const be::CopyDesc& d) {
+    CUDA_MEMCPY3D p{};
+    side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
+    p.srcPitch = d.src_pitch;
+    p.srcHeight = d.src_slice / d.src_pitch;
+    side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
+    p.dstPitch = d.dst_pitch;
+    p.dstHeight = d.dst_slice / d.dst_pitch;
+    p.WidthInBytes = d.width_bytes;
+    p.Height = d.height;
+    p.Depth = d.depth;
+    return p;
+  }
+
   // HOST for pageable memory (NVIDIA stages it), UNIFIED (the pointer says where) otherwise.
   static void side(const void* p, be::MemKind kind, std::size_t /*pitch*/, CUmemorytype& type,
                    const void*& host, CUdeviceptr& device) {
@@ -393,6 +471,11 @@ class NvidiaQueue final : public be::Queue {
   const RealContext ctx_;
   const CUstream stream_;
   const std::shared_ptr<QueueRegistry> registry_;
+  // copy_sync's bookkeeping: set by every enqueue but event records; the rest under sync_mu_.
+  alignas(64) std::atomic<bool> submitted_{false};  // own cache line: written per launch
+  std::mutex sync_mu_;
+  bool only_legacy_waits_ = false;
+  CUevent legacy_done_ = nullptr;  // recorded on the legacy stream after our sync copies
 };
 
 class NvidiaBackend;
@@ -457,9 +540,10 @@ class NvidiaContext final : public be::DeviceContext {
   be::Status create_queue(unsigned flags, int priority, std::unique_ptr<be::Queue>& out) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     // Always non-blocking towards NVIDIA's own legacy stream: the core orders its
-    // blocking streams against its legacy stream itself (core/src/submit.inl), and we
-    // never submit to NVIDIA's legacy stream, so NVIDIA's ordering would only add
-    // synchronisation across cudamux contexts sharing a primary context.
+    // blocking streams against its legacy stream itself (core/src/submit.inl), and only
+    // copy_sync's uploads reach NVIDIA's legacy stream (ordering themselves), so NVIDIA's
+    // ordering would only add synchronisation across cudamux contexts sharing a primary
+    // context.
     (void)flags;
     CUstream s = nullptr;
     if (const CUresult r = api_.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority);
