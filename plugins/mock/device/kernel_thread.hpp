@@ -37,13 +37,13 @@ struct MemcheckState {
   struct Range {
     std::uintptr_t begin = 0, end = 0;
   };
-  // Live allocations found valid: a few, since kernels read and write several buffers.
-  static constexpr unsigned kAllocSlots = 4;
-  Range alloc[kAllocSlots];
+  // Ranges found valid (live allocations, loaded objects' segments): a few, since kernels
+  // read and write several buffers and may read module data between.
+  static constexpr unsigned kValidSlots = 6;
+  Range valid[kValidSlots];
   unsigned next_slot = 0;
   std::uintptr_t stack_top = 0;  // the running kernel thread's frames lie below this address
-  std::uintptr_t image_begin = 0, image_end = 0;  // a loaded object's segment (module data)
-  std::uintptr_t tls_begin = 0, tls_end = 0;      // a module's TLS block: static __shared__
+  std::uintptr_t tls_begin = 0, tls_end = 0;  // a module's TLS block: static __shared__
   std::vector<ShadowCell> tls_shadow;
   std::vector<ShadowCell> dyn_shadow;
   std::uintptr_t tls_shadow_base = 0;

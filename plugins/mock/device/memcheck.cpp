@@ -423,6 +423,13 @@ void AltStack::install() {
 
 using cudamux::device::KernelThread;
 
+namespace {
+void remember_valid(cudamux::device::MemcheckState& m, std::uintptr_t begin, std::uintptr_t end) {
+  m.valid[m.next_slot] = {begin, end};
+  m.next_slot = (m.next_slot + 1) % cudamux::device::MemcheckState::kValidSlots;
+}
+}  // namespace
+
 CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned long size,
                                                    int is_write) {
   // Fast path: an allocation found valid before (no free since), or the thread's own frames
@@ -434,12 +441,12 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned
   const std::uintptr_t end = a + size;
   const std::uint64_t generation = cudamux::device::g_generation.load(std::memory_order_acquire);
   if (m.generation == generation) {
-    for (const auto& r : m.alloc)
+    for (const auto& r : m.valid)
       if (a >= r.begin && end <= r.end) return;
   } else {
     m.generation = generation;
-    for (auto& r : m.alloc) r = {};
-    m.image_begin = m.image_end = m.tls_begin = m.tls_end = 0;
+    for (auto& r : m.valid) r = {};
+    m.tls_begin = m.tls_end = 0;
   }
   const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   if (a >= frame && end <= m.stack_top) return;
@@ -462,7 +469,6 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned
                                   "static shared memory");
     return;
   }
-  if (a >= m.image_begin && end <= m.image_end) return;
   {
     auto& r = cudamux::device::registry();
     std::shared_lock lock(r.mu);
@@ -470,8 +476,7 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned
     if (next != r.live.begin()) {
       auto prev = std::prev(next);
       if (end <= prev->first + prev->second.size) {
-        m.alloc[m.next_slot] = {prev->first, prev->first + prev->second.size};
-        m.next_slot = (m.next_slot + 1) % cudamux::device::MemcheckState::kAllocSlots;
+        remember_valid(m, prev->first, prev->first + prev->second.size);
         return;
       }
     }
@@ -479,8 +484,7 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned
   cudamux::device::ObjectRanges q{a};
   ::dl_iterate_phdr(cudamux::device::find_object_range, &q);
   if (q.image_end != 0 && end <= q.image_end) {
-    m.image_begin = q.image_begin;
-    m.image_end = q.image_end;
+    remember_valid(m, q.image_begin, q.image_end);
     return;
   }
   if (q.tls_end != 0 && end <= q.tls_end) {
