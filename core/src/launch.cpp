@@ -127,6 +127,7 @@ struct LaunchRequest {
   void** extra;
   bool per_thread;
   bool cooperative;
+  unsigned cluster[3] = {1, 1, 1};  // cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 };
 
 CUresult launch(const LaunchRequest& q) {
@@ -162,6 +163,26 @@ CUresult launch(const LaunchRequest& q) {
   if (q.shared > 0 && q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "dynamic shared memory above the kernel's limit (raise it with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+
+  // Thread block clusters: NVIDIA documents that each cluster dimension divides the grid's;
+  // zero divides nothing, so it is refused too (conservatively: no meaning is documented for
+  // it). Checked before the backend's capability so that a bad configuration gets the same
+  // answer on every backend.
+  if (q.cluster[0] != 1 || q.cluster[1] != 1 || q.cluster[2] != 1) {
+    for (int i = 0; i < 3; ++i) {
+      if (q.cluster[i] == 0 || q.grid[i] % q.cluster[i] != 0)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                      "cluster dimension zero or not a divisor of the grid's");
+    }
+    // The one place that decides (backend.hpp, Backend::launches_clusters): a backend that
+    // cannot co-schedule a cluster never gets one to run as independent blocks.
+    if (!Core::get().backend().launches_clusters()) {
+      Core::get().log().warn(
+          "{}: the {} backend has no thread block clusters: returning CUDA_ERROR_NOT_SUPPORTED", fn,
+          Core::get().backend().name());
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
 
   if (q.cooperative) {
     if (!device_attribute_or(s->ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0))
@@ -220,6 +241,7 @@ CUresult launch(const LaunchRequest& q) {
   desc.args = total ? buf : nullptr;
   desc.args_size = total;
   desc.cooperative = q.cooperative;
+  for (int i = 0; i < 3; ++i) desc.cluster[i] = q.cluster[i];
   Core& core = Core::get();
   // A sticky error reported by the launch itself (an injected fault, issue 6) sticks as it would later.
   const CUresult r =
@@ -235,6 +257,7 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
   if (!config) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null config");
   if (config->numAttrs > 0 && !config->attrs) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null attribute array");
   bool cooperative = false;
+  unsigned cluster[3] = {1, 1, 1};
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& a = config->attrs[i];
     switch (a.id) {
@@ -248,10 +271,12 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
         break;
+      // Checked against the grid by launch(), then passed to the backend (or refused there).
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
-        if (a.value.clusterDim.x <= 1 && a.value.clusterDim.y <= 1 && a.value.clusterDim.z <= 1) break;
-        Core::get().log().warn("{}: thread block clusters are not supported: returning CUDA_ERROR_NOT_SUPPORTED", fn);
-        return CUDA_ERROR_NOT_SUPPORTED;
+        cluster[0] = a.value.clusterDim.x;
+        cluster[1] = a.value.clusterDim.y;
+        cluster[2] = a.value.clusterDim.z;
+        break;
       default:
         if (static_cast<unsigned>(a.id) >= CU_LAUNCH_ATTRIBUTE_MAX)
           return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown launch attribute");
@@ -262,7 +287,8 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
   }
   return launch({fn, f, {config->gridDimX, config->gridDimY, config->gridDimZ},
                  {config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
-                 config->hStream, kernelParams, extra, per_thread, cooperative});
+                 config->hStream, kernelParams, extra, per_thread, cooperative,
+                 {cluster[0], cluster[1], cluster[2]}});
 }
 
 CUresult function_arg(CUfunction h, Function*& f, const char* fn) {

@@ -752,6 +752,66 @@ TEST_F(CudaBackend, LaunchesPassThePackedArgumentsAsKernelParams) {
                                     "params\n"));
 }
 
+// Thread block clusters go to NVIDIA's cuLaunchKernelEx with the cluster attribute (and the
+// cooperative one when asked); launches without a cluster keep cuLaunchKernel.
+TEST_F(CudaBackend, ClusterLaunchesUseCuLaunchKernelEx) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->launches_clusters());  // the fake driver exports cuLaunchKernelEx
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  std::unique_ptr<be::Module> m;
+  ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
+  std::unique_ptr<be::Queue> q;
+  ASSERT_TRUE(c->create_queue(0, 0, q).ok());
+  std::vector<float> x = {1, 2}, y = {10, 20};
+  const int n = 2;
+  const float a = 2;
+  float* xp = x.data();
+  float* yp = y.data();
+  std::array<unsigned char, 24> args{};
+  std::memcpy(args.data(), &n, 4);
+  std::memcpy(args.data() + 4, &a, 4);
+  std::memcpy(args.data() + 8, &xp, 8);
+  std::memcpy(args.data() + 16, &yp, 8);
+  be::LaunchDesc d;
+  d.function = m->function("saxpy");
+  ASSERT_NE(d.function, nullptr);
+  d.grid[0] = 4;
+  d.grid[2] = 6;
+  d.block[0] = 64;
+  d.shared_bytes = 128;
+  d.cluster[0] = 2;
+  d.cluster[2] = 3;
+  d.args = args.data();
+  d.args_size = args.size();
+  fake_log();
+  ASSERT_TRUE(q->launch(d).ok());
+  EXPECT_EQ(y, (std::vector<float>{12, 24}));  // ran once, with our arguments
+  std::string log = fake_log();
+  EXPECT_THAT(log, HasSubstr("cuLaunchKernelEx attrs cluster 2,1,3 stream\n"));
+  EXPECT_THAT(log, HasSubstr("cuLaunchKernelEx saxpy grid 4,1,6 block 64,1,1 shared 128 extra no "
+                             "params 02000000 00000040"));
+  EXPECT_EQ(count(log, "cuLaunchKernel "), 0);
+
+  d.cooperative = true;
+  ASSERT_TRUE(q->launch(d).ok());
+  log = fake_log();
+  EXPECT_THAT(log, HasSubstr("cuLaunchKernelEx attrs cluster 2,1,3 cooperative 1 stream\n"));
+  EXPECT_EQ(count(log, "cuLaunchCooperativeKernel"), 0);
+
+  // 1x1x1 is no cluster: the plain entry points, as before.
+  d.cluster[0] = d.cluster[2] = 1;
+  ASSERT_TRUE(q->launch(d).ok());
+  d.cooperative = false;
+  ASSERT_TRUE(q->launch(d).ok());
+  log = fake_log();
+  EXPECT_EQ(count(log, "cuLaunchKernelEx"), 0);
+  EXPECT_THAT(log, HasSubstr("cuLaunchCooperativeKernel saxpy grid 4,1,6"));
+  EXPECT_THAT(log, HasSubstr("cuLaunchKernel saxpy grid 4,1,6"));
+  EXPECT_EQ(y, (std::vector<float>{18, 36}));  // four launches in all
+}
+
 // --- through our libcuda.so.1, in a child process ---
 
 struct ProbeRun {
@@ -815,8 +875,12 @@ TEST(ThroughLibcuda, KernelsLoadAndLaunchThroughTheCore) {
                     // ...and raising it reaches NVIDIA's driver, whose launch then succeeds.
                     HasSubstr("cuFuncSetAttribute CUDA_SUCCESS"),
                     HasSubstr("cuLaunchKernel 65536 CUDA_SUCCESS"),
-                    HasSubstr("cuLaunchKernel extra CUDA_SUCCESS"), HasSubstr("saxpy ok"),
-                    HasSubstr("cuModuleUnload CUDA_SUCCESS")))
+                    HasSubstr("cuLaunchKernel extra CUDA_SUCCESS"),
+                    // Clusters reach NVIDIA's cuLaunchKernelEx (saxpy ok counts its run);
+                    // one that does not divide the grid stops in the core.
+                    HasSubstr("cuLaunchKernelEx cluster CUDA_SUCCESS"),
+                    HasSubstr("cuLaunchKernelEx cluster 3 CUDA_ERROR_INVALID_VALUE"),
+                    HasSubstr("saxpy ok"), HasSubstr("cuModuleUnload CUDA_SUCCESS")))
       << r.output;
 }
 

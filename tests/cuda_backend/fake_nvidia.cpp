@@ -713,6 +713,27 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
   FAKE_COUNT();
   return launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, params, extra);
 }
+// Logs the attributes (one line), then the launch as the others do.
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
+                                      void** extra) {
+  FAKE_COUNT();
+  if (c == nullptr || (c->numAttrs > 0 && c->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  std::string line = "cuLaunchKernelEx attrs";
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute& a = c->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      line += " cluster " + dims(a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z);
+    } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      line += " cooperative " + std::to_string(a.value.cooperative);
+    } else {
+      line += " id " + std::to_string(static_cast<int>(a.id));
+    }
+  }
+  line += c->hStream != nullptr ? " stream" : " legacy";
+  if (!g_quiet) log(line);
+  return launch("cuLaunchKernelEx", f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                c->blockDimY, c->blockDimZ, c->sharedMemBytes, params, extra);
+}
 FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                unsigned bx, unsigned by, unsigned bz,
                                                unsigned shared, CUstream, void** params) {

@@ -62,10 +62,26 @@ static void kernels(CUdevice dev) {
                    &buffer_size, CU_LAUNCH_PARAM_END};
   std::printf("cuLaunchKernel extra %s\n",
               name(cuLaunchKernel(f, 2, 1, 1, 64, 1, 1, 0, nullptr, nullptr, extra)));
+  // Thread block clusters: checked against the grid by the core, then NVIDIA's cuLaunchKernelEx.
+  CUlaunchAttribute cluster = {};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = 2;
+  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+  CUlaunchConfig config = {};
+  config.gridDimX = 4;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  std::printf("cuLaunchKernelEx cluster %s\n", name(cuLaunchKernelEx(&config, f, params, nullptr)));
+  cluster.value.clusterDim.x = 3;
+  std::printf("cuLaunchKernelEx cluster 3 %s\n",
+              name(cuLaunchKernelEx(&config, f, params, nullptr)));
   cuCtxSynchronize();
   cuMemcpyDtoH(back.data(), y, n * sizeof(float));
-  bool ok = true;
-  for (int i = 0; i < n; ++i) ok = ok && back[i] == 100.0f + 2 * (2.0f * static_cast<float>(i));
+  bool ok = true;  // three launches ran, each adding 2 * x
+  for (int i = 0; i < n; ++i) ok = ok && back[i] == 100.0f + 3 * (2.0f * static_cast<float>(i));
   std::printf("saxpy %s\n", ok ? "ok" : "BAD");
   std::printf("cuModuleUnload %s\n", name(cuModuleUnload(mod)));
   cuCtxDestroy(ctx);

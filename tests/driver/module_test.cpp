@@ -1,6 +1,11 @@
 // Modules, libraries, functions, kernels, launches and occupancy. Bad input everywhere; the
 // load-and-launch tests need a backend that loads PTX (not the mock yet).
+#include <nvrtc.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -362,6 +367,134 @@ TEST_F(Module, LibraryAndKernels) {
   for (unsigned x : out) ASSERT_EQ(x, 7u);
   ASSERT_OK(cuLibraryUnload(l));
   EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuLibraryUnload(l));
+}
+
+// --- thread block clusters (cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) ---
+
+constexpr char kEmptySource[] = R"(extern "C" __global__ void empty() {}
+)";
+
+// Each block writes its rank within its cluster. Through cooperative groups first; the same
+// value from the PTX special register where NVRTC finds no cooperative_groups.h.
+constexpr char kClusterRankSource[] = R"(#include <cooperative_groups.h>
+extern "C" __global__ void cluster_rank(unsigned* out) {
+  if (threadIdx.x == 0) out[blockIdx.x] = cooperative_groups::this_cluster().block_rank();
+}
+)";
+constexpr char kClusterRankAsmSource[] = R"(extern "C" __global__ void cluster_rank(unsigned* out) {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  if (threadIdx.x == 0) out[blockIdx.x] = rank;
+}
+)";
+
+// NVRTC through cudamux's libnvrtc (the backend's compiler); false with the log on failure.
+bool compile(const char* source, const std::vector<std::string>& options, std::string& image,
+             std::string& log) {
+  nvrtcProgram prog = nullptr;
+  if (nvrtcCreateProgram(&prog, source, "cluster.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+    log = "nvrtcCreateProgram failed";
+    return false;
+  }
+  std::vector<const char*> opts;
+  for (const auto& o : options) opts.push_back(o.c_str());
+  const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
+    log.assign(size, '\0');
+    (void)nvrtcGetProgramLog(prog, log.data());
+  }
+  bool ok = r == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
+  if (ok) {
+    image.assign(size, '\0');
+    ok = nvrtcGetPTX(prog, image.data()) == NVRTC_SUCCESS;
+  }
+  if (!ok) log = std::string(nvrtcGetErrorString(r)) + ": " + log;
+  (void)nvrtcDestroyProgram(&prog);
+  return ok;
+}
+
+CUlaunchConfig cluster_config(unsigned grid_x, CUlaunchAttribute& cluster, unsigned cluster_x) {
+  cluster = {};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = cluster_x;
+  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+  CUlaunchConfig c{};
+  c.gridDimX = grid_x;
+  c.gridDimY = c.gridDimZ = 1;
+  c.blockDimX = 32;
+  c.blockDimY = c.blockDimZ = 1;
+  c.attrs = &cluster;
+  c.numAttrs = 1;
+  return c;
+}
+
+// On the GPU machine's cuda backend (sm_90): clusters of two blocks reach NVIDIA's driver and
+// each block sees its rank, 0 or 1. Backends without clusters answer CUDA_ERROR_NOT_SUPPORTED
+// (skipped); every backend refuses a cluster that does not divide the grid.
+TEST_F(Module, ThreadBlockClusters) {
+  int major = 0, cluster_launch = 1;
+  ASSERT_OK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+  // hip cannot answer it (CUDA_ERROR_NOT_SUPPORTED): then the launch's answer decides.
+  (void)cuDeviceGetAttribute(&cluster_launch, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, dev);
+  if (major < 9 || !cluster_launch)
+    GTEST_SKIP() << "thread block clusters need compute capability 9.0 (device: " << major
+                 << ".x, CLUSTER_LAUNCH " << cluster_launch << ")";
+  const std::vector<std::string> sm90 = {"--gpu-architecture=sm_90"};
+  std::string image, log;
+  if (!compile(kEmptySource, sm90, image, log)) {
+    ASSERT_NE(backend(), "cuda") << log;
+    GTEST_SKIP() << "the " << backend() << " backend's NVRTC compiled no sm_90 kernel: " << log;
+  }
+  CUmodule m = nullptr;
+  ASSERT_OK(cuModuleLoadData(&m, image.data()));
+  CUfunction empty = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&empty, m, "empty"));
+  CUlaunchAttribute cluster{};
+  CUlaunchConfig c = cluster_config(3, cluster, 2);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&c, empty, nullptr, nullptr))
+      << "a cluster of 2 does not divide a grid of 3";
+  c = cluster_config(4, cluster, 0);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&c, empty, nullptr, nullptr));
+  c = cluster_config(4, cluster, 2);
+  const CUresult r = cuLaunchKernelEx(&c, empty, nullptr, nullptr);
+  if (r == CUDA_ERROR_NOT_SUPPORTED) {
+    EXPECT_OK(cuModuleUnload(m));
+    GTEST_SKIP() << "the " << backend() << " backend has no thread block clusters";
+  }
+  ASSERT_OK(r);
+  ASSERT_OK(cuCtxSynchronize());
+  EXPECT_OK(cuModuleUnload(m));
+
+  // NVRTC may need the toolkit's include directory for cooperative_groups.h.
+  std::vector<std::string> options = sm90;
+  std::vector<std::string> roots = {"/usr/local/cuda"};
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* root = std::getenv(var)) roots.emplace_back(root);
+  }
+  for (const auto& root : roots) {
+    if (std::filesystem::exists(root + "/include/cooperative_groups.h"))
+      options.push_back("--include-path=" + root + "/include");
+  }
+  std::string cg_log;
+  if (!compile(kClusterRankSource, options, image, cg_log)) {
+    ASSERT_TRUE(compile(kClusterRankAsmSource, sm90, image, log)) << cg_log << "\n" << log;
+    std::printf("cluster_rank: cooperative_groups.h not found, %%cluster_ctarank used\n");
+  }
+  ASSERT_OK(cuModuleLoadData(&m, image.data()));
+  CUfunction rank = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&rank, m, "cluster_rank"));
+  constexpr unsigned kBlocks = 8;
+  DeviceBuffer out(kBlocks * sizeof(unsigned));
+  ASSERT_OK(cuMemsetD32_v2(out.ptr, 0xffffffffu, kBlocks));
+  void* args[] = {&out.ptr};
+  c = cluster_config(kBlocks, cluster, 2);
+  ASSERT_OK(cuLaunchKernelEx(&c, rank, args, nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  std::vector<unsigned> ranks(kBlocks);
+  ASSERT_OK(cuMemcpyDtoH_v2(ranks.data(), out.ptr, kBlocks * sizeof(unsigned)));
+  for (unsigned b = 0; b < kBlocks; ++b) EXPECT_EQ(ranks[b], b % 2) << "block " << b;
+  EXPECT_OK(cuModuleUnload(m));
 }
 
 }  // namespace

@@ -305,9 +305,22 @@ TEST_F(Kernels, LaunchKernelExAttributes) {
   EXPECT_EQ(1u, r.cooperative);
   attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  // Clusters: checked against the grid (3x1x1) first, then refused for a backend that cannot
+  // run them (ktest keeps the default launches_clusters() false): the launch never reaches it.
+  const unsigned launches = record().launches;
   attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attrs[1].value.clusterDim.x = 2, attrs[1].value.clusterDim.y = 1, attrs[1].value.clusterDim.z = 1;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  attrs[1].value.clusterDim.x = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  attrs[1].value.clusterDim.x = 1, attrs[1].value.clusterDim.y = 2;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  attrs[1].value.clusterDim.x = 3, attrs[1].value.clusterDim.y = 1;
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_EQ(launches, record().launches);
+  attrs[1].value.clusterDim.x = 1;  // 1x1x1 is no cluster: an ordinary launch
+  ASSERT_CU(CUDA_SUCCESS, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_EQ(launches + 1, record().launches);
   attrs[1].id = static_cast<CUlaunchAttributeID>(999);
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(nullptr, f, params, nullptr));

@@ -40,7 +40,8 @@ class table;
 namespace cudamux::backend {
 
 // Bump on every change of this header's types or virtual functions.
-inline constexpr std::uint32_t kAbiVersion = 3;  // 3: Function::set_attribute (issue 7)
+// 3: Function::set_attribute; 4: LaunchDesc::cluster, Backend::launches_clusters (issue 7)
+inline constexpr std::uint32_t kAbiVersion = 4;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -224,6 +225,10 @@ struct LaunchDesc {
   const void* args = nullptr;      // packed per Function::params(); valid only during launch()
   std::size_t args_size = 0;
   bool cooperative = false;
+  // Thread block cluster dimensions (cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION),
+  // validated by the core: each divides the grid's. Above 1x1x1 only for a backend whose
+  // Backend::launches_clusters() is true.
+  unsigned cluster[3] = {1, 1, 1};
 };
 
 class Devices {
@@ -307,6 +312,11 @@ class Backend {
   virtual Status open_context(int ordinal, unsigned cu_ctx_flags, std::unique_ptr<DeviceContext>& out) = 0;
   // The backend's compiler for NVRTC; nullptr when it has none.
   [[nodiscard]] virtual Compiler* compiler() noexcept = 0;
+  // Whether LaunchDesc::cluster above 1x1x1 runs as thread block clusters. The core answers
+  // CUDA_ERROR_NOT_SUPPORTED for cluster launches on a backend that says no, so that one
+  // place decides and a backend that knows nothing of clusters can never run one as plain
+  // independent blocks by ignoring the field; hence false by default.
+  [[nodiscard]] virtual bool launches_clusters() const noexcept { return false; }
 };
 
 }  // namespace cudamux::backend

@@ -30,7 +30,11 @@ namespace drv = cudamux::impl;
 static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute));
 static_assert(offsetof(cudaLaunchAttribute, val) == offsetof(CUlaunchAttribute, value));
 static_assert(static_cast<int>(cudaLaunchAttributeCooperative) ==
-              static_cast<int>(CU_LAUNCH_ATTRIBUTE_COOPERATIVE));
+                  static_cast<int>(CU_LAUNCH_ATTRIBUTE_COOPERATIVE) &&
+              static_cast<int>(cudaLaunchAttributeClusterDimension) ==
+                  static_cast<int>(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION));
+static_assert(offsetof(cudaLaunchAttributeValue, clusterDim.z) ==
+              offsetof(CUlaunchAttributeValue, clusterDim.z));
 static_assert(static_cast<int>(cudaFuncAttributeMaxDynamicSharedMemorySize) ==
                   static_cast<int>(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) &&
               static_cast<int>(cudaFuncAttributeClusterSchedulingPolicyPreference) ==
@@ -188,8 +192,9 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
     if (const CUresult r = core::resolve_stream(config->stream, pt, s)) return map(r);
     return registered_has_no_code(t.record, api);
   }
-  // The driver honours cooperative launches and the scheduling/cache hints, accepts 1x1x1
-  // clusters and answers CUDA_ERROR_NOT_SUPPORTED (with a warning) for the rest.
+  // The driver honours cooperative launches and the scheduling/cache hints; it checks
+  // cluster dimensions against the grid and passes them to a backend that runs clusters
+  // (CUDA_ERROR_NOT_SUPPORTED, with a warning, on the others).
   CUlaunchConfig c{};
   c.gridDimX = config->gridDim.x;
   c.gridDimY = config->gridDim.y;

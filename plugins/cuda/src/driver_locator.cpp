@@ -169,6 +169,10 @@ std::optional<OpenedDriver> open_driver(const std::string& path, std::string& wh
     why = std::string("is not NVIDIA's driver: it does not export ") + missing;
     return std::nullopt;
   }
+#define CUDAMUX_NVIDIA_RESOLVE_OPTIONAL(name) \
+  d.api.name = reinterpret_cast<decltype(d.api.name)>(::dlsym(d.handle, #name));
+  CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(CUDAMUX_NVIDIA_RESOLVE_OPTIONAL)
+#undef CUDAMUX_NVIDIA_RESOLVE_OPTIONAL
   return d;
 }
 

@@ -52,9 +52,15 @@ namespace cudamux::cuda {
   X(cuMemcpy2D_v2)                            \
   X(cuMemcpy3D_v2)
 
+// Resolved when the driver has them, null otherwise; the backend works without them.
+// cuLaunchKernelEx (CUDA 12.0): thread block cluster launches (NvidiaQueue::launch); without
+// it the backend reports no cluster support and the core refuses cluster launches.
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) X(cuLaunchKernelEx)
+
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;
   CUDAMUX_NVIDIA_FUNCTIONS(CUDAMUX_NVIDIA_MEMBER)
+  CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(CUDAMUX_NVIDIA_MEMBER)
 #undef CUDAMUX_NVIDIA_MEMBER
 };
 
