@@ -164,14 +164,14 @@ CUresult launch(const LaunchRequest& q) {
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "dynamic shared memory above the kernel's limit (raise it with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 
-  // Thread block clusters: NVIDIA documents that each cluster dimension divides the grid's;
-  // zero divides nothing, so it is refused too (conservatively: no meaning is documented for
-  // it). Checked before the backend's capability so that a bad configuration gets the same
-  // answer on every backend.
+  // Thread block clusters: each cluster dimension must divide the grid's; zero divides
+  // nothing. NVIDIA's driver (580, H200) answers both with CUDA_ERROR_INVALID_CLUSTER_SIZE.
+  // Checked before the backend's capability so that a bad configuration gets the same answer
+  // on every backend. Size limits (8 blocks portable) are the backend's to judge.
   if (q.cluster[0] != 1 || q.cluster[1] != 1 || q.cluster[2] != 1) {
     for (int i = 0; i < 3; ++i) {
       if (q.cluster[i] == 0 || q.grid[i] % q.cluster[i] != 0)
-        return reject(CUDA_ERROR_INVALID_VALUE, fn,
+        return reject(CUDA_ERROR_INVALID_CLUSTER_SIZE, fn,
                       "cluster dimension zero or not a divisor of the grid's");
     }
     // The one place that decides (backend.hpp, Backend::launches_clusters): a backend that

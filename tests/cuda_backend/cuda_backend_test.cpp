@@ -879,7 +879,7 @@ TEST(ThroughLibcuda, KernelsLoadAndLaunchThroughTheCore) {
                     // Clusters reach NVIDIA's cuLaunchKernelEx (saxpy ok counts its run);
                     // one that does not divide the grid stops in the core.
                     HasSubstr("cuLaunchKernelEx cluster CUDA_SUCCESS"),
-                    HasSubstr("cuLaunchKernelEx cluster 3 CUDA_ERROR_INVALID_VALUE"),
+                    HasSubstr("cuLaunchKernelEx cluster 3 CUDA_ERROR_INVALID_CLUSTER_SIZE"),
                     HasSubstr("saxpy ok"), HasSubstr("cuModuleUnload CUDA_SUCCESS")))
       << r.output;
 }

@@ -310,11 +310,11 @@ TEST_F(Kernels, LaunchKernelExAttributes) {
   const unsigned launches = record().launches;
   attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attrs[1].value.clusterDim.x = 2, attrs[1].value.clusterDim.y = 1, attrs[1].value.clusterDim.z = 1;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_CLUSTER_SIZE, cuLaunchKernelEx(&cfg, f, params, nullptr));
   attrs[1].value.clusterDim.x = 0;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_CLUSTER_SIZE, cuLaunchKernelEx(&cfg, f, params, nullptr));
   attrs[1].value.clusterDim.x = 1, attrs[1].value.clusterDim.y = 2;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_CLUSTER_SIZE, cuLaunchKernelEx(&cfg, f, params, nullptr));
   attrs[1].value.clusterDim.x = 3, attrs[1].value.clusterDim.y = 1;
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&cfg, f, params, nullptr));
   EXPECT_EQ(launches, record().launches);

@@ -225,8 +225,8 @@ TEST_F(RuntimeKernels, LaunchKernelExCWithDynamicSharedMemory) {
   // A cluster that does not divide the grid (8 blocks) is refused as invalid before the
   // backend is asked, as on NVIDIA's driver.
   cluster.val.clusterDim.x = 3;
-  EXPECT_EQ(cudaLaunchKernelExC(&config, reverse_, args), cudaErrorInvalidValue);
-  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaLaunchKernelExC(&config, reverse_, args), cudaErrorInvalidClusterSize);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidClusterSize);
   EXPECT_EQ(cudaLaunchKernelExC(nullptr, reverse_, args), cudaErrorInvalidValue);
   config.attrs = nullptr;
   EXPECT_EQ(cudaLaunchKernelExC(&config, reverse_, args), cudaErrorInvalidValue)
