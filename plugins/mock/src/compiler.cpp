@@ -115,21 +115,6 @@ std::size_t match_paren(const std::string& c, std::size_t open) {
   return std::string::npos;
 }
 
-std::string squash(std::string_view s) {  // whitespace-normalised text
-  std::string out;
-  bool space = false;
-  for (char ch : s) {
-    if (std::isspace(static_cast<unsigned char>(ch)) != 0) {
-      space = !out.empty();
-    } else {
-      if (space) out += ' ';
-      space = false;
-      out += ch;
-    }
-  }
-  return out;
-}
-
 struct KernelDecl {
   std::vector<std::string> ns;  // enclosing namespaces ("" for anonymous)
   std::string name;

@@ -595,18 +595,7 @@ class Fissioner {
     throw Fail{"unbalanced"};
   }
   std::string squash_text(std::size_t b, std::size_t e) const {
-    std::string out;
-    bool space = false;
-    for (char ch : s_.substr(b, e - b)) {
-      if (std::isspace(static_cast<unsigned char>(ch)) != 0) {
-        space = !out.empty();
-      } else {
-        if (space) out += ' ';
-        space = false;
-        out += ch;
-      }
-    }
-    return out;
+    return squash(s_.substr(b, e - b));
   }
 
   bool used_after(const std::string& name, std::size_t pos) const {
@@ -988,6 +977,21 @@ class Fissioner {
 FissionResult fission(const FissionInput& in) {
   Fissioner f(in);
   return f.run();
+}
+
+std::string squash(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char ch : s) {
+    if (std::isspace(static_cast<unsigned char>(ch)) != 0) {
+      space = !out.empty();
+    } else {
+      if (space) out += ' ';
+      space = false;
+      out += ch;
+    }
+  }
+  return out;
 }
 
 }  // namespace cudamux::mock

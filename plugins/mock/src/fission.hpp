@@ -32,4 +32,8 @@ struct FissionResult {
 // Never throws; anything it cannot prove safe gives ok = false (the kernel keeps the fiber path).
 FissionResult fission(const FissionInput& in);
 
+// Whitespace-normalised text: runs of white space become one space, none at either end
+// (shared with the compiler's source analysis).
+std::string squash(std::string_view s);
+
 }  // namespace cudamux::mock
