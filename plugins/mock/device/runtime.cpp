@@ -100,12 +100,11 @@ struct Worker {
   int abort = 0;
   std::string message;
 
-  // What memcheck and fault reports need (issue 9): the launch, the block's shared memory,
-  // where kernel frames of a direct run end, and the barrier epochs of the block (a barrier
-  // released bumps the block's; a warp collective released bumps its warp's).
+  // What memcheck and fault reports need (issue 9): the launch, the block's shared memory
+  // and its barrier epochs (a released barrier bumps the block's; a released warp collective
+  // its warp's). Where kernel frames end is memcheck.stack_top.
   const cudamux_launch* launch = nullptr;
   void* dyn_shared = nullptr;
-  std::uintptr_t direct_stack_top = 0;
   std::uint64_t block_serial = 0;
   std::uint32_t barrier_epoch = 0;
   std::vector<std::uint32_t> warp_epoch;
@@ -428,8 +427,8 @@ namespace {
 int run_direct(Worker& w, const cudamux_launch* launch, char* message, unsigned message_size) {
   w.direct = true;
   w.abort = 0;
-  w.direct_stack_top = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  w.memcheck.stack_top = w.direct_stack_top;
+  // Kernel frames of a direct run lie below this one.
+  w.memcheck.stack_top = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   cudamux_handed_off = 0;
   try {
     launch->loop(launch->args, 0);
@@ -609,12 +608,11 @@ bool current_kernel_thread(KernelThread& out) {
   const cudamux_u3 d = cudamux_blockDim;
   out.thread = t.x + d.x * (t.y + d.y * t.z);
   out.memcheck = &w->memcheck;
+  out.stack_top = w->memcheck.stack_top;  // kept current by resume(), fiber_main, run_direct
   if (w->current != nullptr) {
-    out.stack_top = w->current->stack_top;
     const unsigned warp = out.thread / 32;
     out.warp_epoch = warp < w->warp_epoch.size() ? w->warp_epoch[warp] : 0;
   } else {
-    out.stack_top = w->direct_stack_top;
     out.warp_epoch = 0;  // a direct run reaches no warp collective
   }
   return true;
