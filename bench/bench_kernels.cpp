@@ -98,7 +98,7 @@ struct Env {
     r.name = "bench.cu";
     be::CompileResult res;
     if (!backend->compiler()->compile(r, res).ok() || !res.success) die("compile: " + res.log);
-    if (!ctx->load_module(res.image.data(), module).ok()) die("load_module");
+    if (!ctx->load_module(be::native_image(res.image.data()), module).ok()) die("load_module");
   }
   // Host <-> device through the queue: in memcheck mode host code may not touch device memory.
   void copy(void* dst, const void* src, std::size_t bytes) {

@@ -15,6 +15,7 @@ packages=(
   libboost-dev libboost-filesystem-dev libboost-context-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libzstd-dev liblz4-dev  # NVIDIA fat binaries' compressed entries (issue 14)
   clang-14 libclang-rt-14-dev  # the API-sequence fuzzer (libFuzzer; issue 9, tests/fuzz)
   libamdhip64-dev  # ROCm HIP 5.2 headers + runtime (with hipRTC): the hip backend (issue 5)
 )

@@ -56,7 +56,8 @@ CUresult make_stream(Context& ctx, StreamKind kind, unsigned flags, int priority
   return CUDA_SUCCESS;
 }
 
-CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out) {
+CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out,
+                        CUcontext revive) {
   Core& core = Core::get();
   auto ctx = std::make_unique<Context>();
   ctx->device = device;
@@ -64,11 +65,14 @@ CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out
   ctx->primary = primary;
   ctx->id = core.next_context_id.fetch_add(1);
   default_limits(*ctx);
-  if (auto st = core.backend().open_context(core.backend_ordinal(device), flags, ctx->impl); !st.ok())
+  if (auto st = core.backend().open_context(core.backend_ordinal(device), flags, ctx->impl);
+      !st.ok())
     return core.map(st, "context creation");
   if (CUresult r = make_stream(*ctx, StreamKind::legacy, 0, 0, ctx->legacy)) return r;
   Context* raw = ctx.release();
-  const auto handle = core.contexts.insert(raw);
+  const auto handle = revive && core.contexts.revive(reinterpret_cast<std::uintptr_t>(revive), raw)
+                          ? reinterpret_cast<std::uintptr_t>(revive)
+                          : core.contexts.insert(raw);
   if (!handle) {
     delete raw;
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -123,10 +127,18 @@ void destroy_context_contents(Context& ctx) {
       }
       void* p = reinterpret_cast<void*>(a.base);
       switch (a.kind) {
-        case AllocKind::device: (void)ctx.impl->free(p); break;
-        case AllocKind::host_alloc: (void)ctx.impl->free_host(p); break;
-        case AllocKind::host_registered: (void)ctx.impl->unregister_host(p); break;
-        case AllocKind::managed: (void)ctx.impl->free_managed(p); break;
+        case AllocKind::device:
+          (void)ctx.impl->free(p);
+          break;
+        case AllocKind::host_alloc:
+          (void)ctx.impl->free_host(p);
+          break;
+        case AllocKind::host_registered:
+          (void)ctx.impl->unregister_host(p);
+          break;
+        case AllocKind::managed:
+          (void)ctx.impl->free_managed(p);
+          break;
       }
       it = core.allocations.erase(it);
     }
@@ -134,10 +146,33 @@ void destroy_context_contents(Context& ctx) {
   ctx.impl.reset();
 }
 
-CUresult destroy_context(CUcontext handle, bool pop) {
+CUresult primary_context_locked(PrimaryContext& primary, int device) {
+  if (primary.handle && context_of(primary.handle)) return CUDA_SUCCESS;
+  CUcontext h = nullptr;
+  if (CUresult r = create_context(device, primary.flags, true, h, primary.handle)) return r;
+  primary.handle = h;
+  return CUDA_SUCCESS;
+}
+
+CUresult primary_context_peek(CUcontext* out, CUdevice dev) {
+  if (!out) return reject(CUDA_ERROR_INVALID_VALUE, "primary context", "null out-pointer");
   Core& core = Core::get();
+  if (!core.valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, "primary context", "no such device");
+  auto& primary = core.device(dev).primary;
+  std::lock_guard lock(primary.mutex);
+  if (CUresult r = primary_context_locked(primary, dev)) return r;
+  *out = primary.handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult destroy_context(CUcontext handle, bool pop, bool keep_handle) {
+  Core& core = Core::get();
+  release_local_storage(handle);  // the runtime's per-context state goes first (issue 14)
   std::unique_lock lifetime(core.context_lifetime_mutex);
-  Context* ctx = core.contexts.erase(reinterpret_cast<std::uintptr_t>(handle));
+  const auto value = reinterpret_cast<std::uintptr_t>(handle);
+  Context* ctx =
+      keep_handle ? core.contexts.erase_keeping_handle(value) : core.contexts.erase(value);
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if (pop) forget_context_on_this_thread(handle);
   destroy_context_contents(*ctx);
@@ -157,7 +192,8 @@ using core::reject;
 static CUresult create_and_push(CUcontext* pctx, unsigned flags, CUdevice dev, const char* fn) {
   if (!pctx) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (!core::valid_ctx_flags(flags)) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
-  if (!Core::get().valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  if (!Core::get().valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
   CUcontext h = nullptr;
   if (CUresult r = core::create_context(dev, flags, false, h)) return r;
   core::push_context(h);
@@ -180,7 +216,8 @@ CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int n
                   "execution affinity is not supported by this backend");
   return create_and_push(pctx, flags, dev, "cuCtxCreate_v3");
 }
-CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
+CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags,
+                        CUdevice dev) {
   if (params) {
     if (params->numExecAffinityParams < 0 ||
         (params->numExecAffinityParams > 0 && !params->execAffinityParams))
@@ -278,7 +315,8 @@ CUresult cuCtxGetFlags(unsigned int* flags) {
 }
 
 CUresult cuCtxSetFlags(unsigned int flags) {
-  if (!core::valid_ctx_flags(flags)) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetFlags", "invalid flags");
+  if (!core::valid_ctx_flags(flags))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetFlags", "invalid flags");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   ctx->flags = flags;
@@ -304,7 +342,8 @@ CUresult cuCtxGetApiVersion(CUcontext h, unsigned int* version) {
 CUresult cuCtxSynchronize() {
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
-  return core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize"));  // issue #3
+  return core::note_sticky(
+      *ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize"));  // issue #3
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext h) {
@@ -367,16 +406,14 @@ CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) 
 // --- primary contexts ---
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
-  if (!pctx) return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxRetain", "null out-pointer");
+  if (!pctx)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxRetain", "null out-pointer");
   Core& core = Core::get();
-  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRetain", "no such device");
+  if (!core.valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRetain", "no such device");
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
-  if (!primary.handle || !core::context_of(primary.handle)) {
-    CUcontext h = nullptr;
-    if (CUresult r = core::create_context(dev, primary.flags, true, h)) return r;
-    primary.handle = h;
-  }
+  if (CUresult r = core::primary_context_locked(primary, dev)) return r;
   ++primary.retain_count;
   *pctx = primary.handle;
   return CUDA_SUCCESS;
@@ -384,16 +421,17 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   Core& core = Core::get();
-  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRelease", "no such device");
+  if (!core.valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRelease", "no such device");
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
   if (primary.retain_count <= 0)
-    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuDevicePrimaryCtxRelease", "primary context not retained");
+    return reject(CUDA_ERROR_INVALID_CONTEXT, "cuDevicePrimaryCtxRelease",
+                  "primary context not retained");
   if (--primary.retain_count == 0 && primary.handle) {
     // CUDA: "unlike cuCtxDestroy() this method does not pop the context from stack in
-    // any circumstances".
-    (void)core::destroy_context(primary.handle, /*pop=*/false);
-    primary.handle = nullptr;
+    // any circumstances". The handle stays the device's, as after a reset.
+    (void)core::destroy_context(primary.handle, /*pop=*/false, /*keep_handle=*/true);
   }
   return CUDA_SUCCESS;
 }
@@ -401,38 +439,46 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return impl::cuDevicePrimaryC
 
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   Core& core = Core::get();
-  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxReset", "no such device");
+  if (!core.valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxReset", "no such device");
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
   // CUDA: "Resetting the primary context does not release it": the retain count stays,
   // so modules that retained it may still (safely) release it; a retain creates it anew.
-  if (primary.handle) (void)core::destroy_context(primary.handle, /*pop=*/false);
-  primary.handle = nullptr;
+  // The handle stays the device's (NVIDIA's runtime keeps it): dead until the next retain
+  // revives it with a new context.
+  if (primary.handle)
+    (void)core::destroy_context(primary.handle, /*pop=*/false, /*keep_handle=*/true);
   primary.flags = 0;
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return impl::cuDevicePrimaryCtxReset_v2(dev); }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
-  if (!flags || !active) return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxGetState", "null out-pointer");
+  if (!flags || !active)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxGetState", "null out-pointer");
   Core& core = Core::get();
-  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxGetState", "no such device");
+  if (!core.valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxGetState", "no such device");
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
   *flags = primary.flags;
-  // Active: the context exists (retained and not reset since).
-  *active = primary.handle && core::context_of(primary.handle) ? 1 : 0;
+  // Active: retained, and the context exists (not reset since).
+  *active = primary.retain_count > 0 && primary.handle && core::context_of(primary.handle) ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
   Core& core = Core::get();
-  if (!core.valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxSetFlags", "no such device");
-  if (!core::valid_ctx_flags(flags)) return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxSetFlags", "invalid flags");
+  if (!core.valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxSetFlags", "no such device");
+  if (!core::valid_ctx_flags(flags))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxSetFlags", "invalid flags");
   auto& primary = core.device(dev).primary;
   std::lock_guard lock(primary.mutex);
   primary.flags = flags;
-  if (Context* ctx = primary.handle ? core::context_of(primary.handle) : nullptr) ctx->flags = flags;
+  if (Context* ctx = primary.handle ? core::context_of(primary.handle) : nullptr)
+    ctx->flags = flags;
   return CUDA_SUCCESS;
 }
 
@@ -442,8 +488,9 @@ CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   if (core.valid_device(dev)) {
     auto& primary = core.device(dev).primary;
     std::lock_guard lock(primary.mutex);
-    if (primary.handle && core::context_of(primary.handle))
-      return reject(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cuDevicePrimaryCtxSetFlags", "primary context is active");
+    if (primary.retain_count > 0 && primary.handle && core::context_of(primary.handle))
+      return reject(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cuDevicePrimaryCtxSetFlags",
+                    "primary context is active");
   }
   return impl::cuDevicePrimaryCtxSetFlags_v2(dev, flags);
 }

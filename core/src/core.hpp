@@ -97,7 +97,21 @@ struct Context {
   // Loaded modules (owned via Core::modules), unloaded with the context. Guarded by the
   // module registry lock (module.cpp): loading and unloading are rare, launches never take it.
   std::vector<Module*> modules;
+
+  // --- issue 14 (export_tables.cpp) ---
+  // Context-local storage of NVIDIA's static runtime (its per-context state), with the
+  // destructor it gave, called when the context is destroyed or reset. Guarded by state_mutex.
+  struct LocalStorage {
+    void* key = nullptr;
+    void* value = nullptr;
+    void (*destructor)(CUcontext, void*, void*) = nullptr;
+  };
+  std::vector<LocalStorage> local_storage;
 };
+
+// Runs and forgets the context-local storage destructors of `ctx` (export_tables.cpp); called
+// before a context is destroyed or reset, without core locks held, since they call back in.
+void release_local_storage(CUcontext ctx) noexcept;
 
 enum class AllocKind : std::uint8_t { device, host_alloc, host_registered, managed };
 
@@ -116,7 +130,10 @@ struct PrimaryContext {
   std::mutex mutex;
   unsigned flags = 0;
   int retain_count = 0;
-  CUcontext handle = nullptr;  // live while retain_count > 0 (or after a retain until reset)
+  // Reserved for the device on first use: live while the context exists (retained, or looked up
+  // by NVIDIA's runtime through CUDART_INTERFACE), dead after a reset or the last release
+  // until the next retain revives it. Never reused for another object.
+  CUcontext handle = nullptr;
 };
 
 struct DeviceState {
@@ -238,10 +255,18 @@ backend::Status submit(Stream& s, Op&& op);
 CUresult make_stream(Context& ctx, StreamKind kind, unsigned flags, int priority,
                      std::unique_ptr<Stream>& out);
 // Creates a context (not pushed) / destroys one by handle.
-CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out);
+// `revive`: a primary context's kept handle (see HandleTable::revive) to give the new context.
+CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out,
+                        CUcontext revive = nullptr);
+// The device's primary context, created if it does not exist (under primary.mutex); its handle
+// is the device's for the life of the process, across resets and releases.
+CUresult primary_context_locked(PrimaryContext& primary, int device);
+// CUDART_INTERFACE's primary-context entry (issue 14): the handle, without retaining.
+CUresult primary_context_peek(CUcontext* out, CUdevice dev);
 // `pop`: also remove it from the calling thread's context stack (cuCtxDestroy does,
 // the primary-context release and reset do not).
-CUresult destroy_context(CUcontext handle, bool pop = true);
+// keep_handle: a primary context, whose handle stays reserved for the next one.
+CUresult destroy_context(CUcontext handle, bool pop = true, bool keep_handle = false);
 // Destroys a context and everything in it (streams, events, allocations).
 void destroy_context_contents(Context& ctx);
 // Waits for the queued work of every context (issue 9). Memory is released only after

@@ -37,7 +37,8 @@ class HandleTable {
       index = next_++;
       if ((index >> kChunkBits) >= kMaxChunks) return 0;  // table full: caller reports OOM
       auto& chunk = chunks_[index >> kChunkBits];
-      if (!chunk.load(std::memory_order_relaxed)) chunk.store(new Chunk{}, std::memory_order_release);
+      if (!chunk.load(std::memory_order_relaxed))
+        chunk.store(new Chunk{}, std::memory_order_release);
     }
     Slot& slot = slot_at(index);
     slot.object.store(obj, std::memory_order_relaxed);
@@ -73,6 +74,32 @@ class HandleTable {
     return obj;
   }
 
+  // Like erase, but the slot stays reserved for revive(): the handle is dead meanwhile. For
+  // objects whose handle must outlive them, as a device's primary context does across resets
+  // (NVIDIA's runtime keeps the handle it got once).
+  T* erase_keeping_handle(std::uintptr_t handle) noexcept {
+    std::lock_guard lock(mutex_);
+    T* obj = find(handle);
+    if (!obj) return nullptr;
+    Slot& slot = slot_at(static_cast<std::uint32_t>((handle >> kIndexShift) & kIndexMask));
+    slot.object.store(nullptr, std::memory_order_relaxed);
+    slot.generation.fetch_add(1, std::memory_order_release);  // even = dead, not on free_
+    return obj;
+  }
+  // Makes a handle dead through erase_keeping_handle() name `obj`; false if it was not.
+  bool revive(std::uintptr_t handle, T* obj) noexcept {
+    std::lock_guard lock(mutex_);
+    if ((handle & kTagMask) != tag_) return false;
+    const auto index = static_cast<std::uint32_t>((handle >> kIndexShift) & kIndexMask);
+    const auto gen = static_cast<std::uint32_t>(handle >> kGenShift);
+    if (index >= next_) return false;
+    Slot& slot = slot_at(index);
+    if (slot.generation.load(std::memory_order_relaxed) != gen + 1) return false;
+    slot.object.store(obj, std::memory_order_relaxed);
+    slot.generation.store(gen, std::memory_order_release);
+    return true;
+  }
+
   // Copies of all live objects (for teardown and per-context sweeps).
   std::vector<T*> live() const {
     std::lock_guard lock(mutex_);
@@ -106,10 +133,12 @@ class HandleTable {
            (static_cast<std::uintptr_t>(index) << kIndexShift) | tag_;
   }
   Slot& slot_at(std::uint32_t index) noexcept {
-    return (*chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
+    return (
+        *chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
   }
   const Slot& slot_at(std::uint32_t index) const noexcept {
-    return (*chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
+    return (
+        *chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
   }
 
   const std::uintptr_t tag_;

@@ -17,6 +17,8 @@
 
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "cudamux/fatbin.hpp"
+#include "module_image.hpp"
 
 namespace cudamux::core {
 
@@ -43,15 +45,7 @@ std::optional<std::size_t> image_extent(const void* image) noexcept {
     }
     return end;
   }
-  std::uint32_t magic = 0;
-  std::memcpy(&magic, b, sizeof magic);
-  if (magic == 0xBA55ED50u) {  // fat binary: magic, version(16), header size(16), payload size(64)
-    std::uint16_t header = 0;
-    std::uint64_t payload = 0;
-    std::memcpy(&header, b + 6, sizeof header);
-    std::memcpy(&payload, b + 8, sizeof payload);
-    return std::size_t{header} + payload;
-  }
+  if (const auto fat = fatbin::extent(image)) return fat;
   // Text images (PTX and friends): printable up to their NUL.
   std::size_t n = 0;
   for (; b[n] != 0; ++n) {
@@ -78,10 +72,17 @@ void destroy_module_locked(Module* m) noexcept {
 
 CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Module*& out, const char* fn) {
   Core& core = Core::get();
+  backend::DeviceProperties props;
+  (void)core.backend().devices().properties(ctx.device, props);
+  ResolvedImage resolved;
+  if (const CUresult r = resolve_image(image, core.backend(),
+                                       static_cast<unsigned>(props.cc_major * 10 + props.cc_minor),
+                                       resolved, fn))
+    return r;
   auto m = std::make_unique<Module>();
   m->ctx = &ctx;
   m->library = lib;
-  const auto st = ctx.impl->load_module(image, m->impl);
+  const auto st = ctx.impl->load_module(resolved.image, m->impl);
   if (!st.ok()) {
     const CUresult r = core.map(st, fn);
     core.log().warn("{}: the '{}' backend did not load the module image ({})", fn, core.backend().name(),
@@ -632,10 +633,19 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
     if (static_cast<unsigned>(libraryOptions[i]) >= CU_LIBRARY_NUM_OPTIONS)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown library option");
   }
+  // CU_LIBRARY_BINARY_IS_PRESERVED: the caller keeps the image alive (NVIDIA's runtime passes it
+  // with the registered fat binary's wrapper), so no copy is needed.
+  bool preserved = false;
+  for (unsigned i = 0; i < numLibraryOptions; ++i) {
+    // The value travels in the pointer itself, as JIT option values do; never dereferenced.
+    if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
+      preserved = libraryOptionValues[i] != nullptr;
+  }
   Core& core = Core::get();
   auto lib = std::make_unique<Library>();
   if (owned) {
     lib->image = std::move(*owned);
+  } else if (preserved) {
   } else if (auto n = core::image_extent(code)) {
     const auto* b = static_cast<const char*>(code);
     lib->image.assign(b, b + *n);

@@ -647,12 +647,12 @@ TEST_F(CudaBackend, ModulesMapOntoNvidiasCalls) {
   ASSERT_TRUE(b->open_context(1, 0, c).ok());
   fake_log();
   std::unique_ptr<be::Module> m;
-  ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
+  ASSERT_TRUE(c->load_module(be::native_image(kFakeImage), m).ok());
   EXPECT_THAT(fake_log(),
               HasSubstr("cuModuleLoadData " + std::to_string(sizeof kFakeImage - 1) + " bytes"));
   // NVIDIA's answer to an image it does not recognise passes through.
   std::unique_ptr<be::Module> bad;
-  EXPECT_EQ(c->load_module("not a module", bad).native, CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(c->load_module(be::native_image("not a module"), bad).native, CUDA_ERROR_INVALID_IMAGE);
   EXPECT_EQ(bad, nullptr);
 
   be::Function* f = m->function("saxpy");
@@ -689,7 +689,7 @@ TEST_F(CudaBackend, LaunchesPassThePackedArgumentsAsKernelParams) {
   std::unique_ptr<be::DeviceContext> c;
   ASSERT_TRUE(b->open_context(0, 0, c).ok());
   std::unique_ptr<be::Module> m;
-  ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
+  ASSERT_TRUE(c->load_module(be::native_image(kFakeImage), m).ok());
   std::unique_ptr<be::Queue> q;
   ASSERT_TRUE(c->create_queue(0, 0, q).ok());
   be::Function* saxpy = m->function("saxpy");
@@ -761,7 +761,7 @@ TEST_F(CudaBackend, ClusterLaunchesUseCuLaunchKernelEx) {
   std::unique_ptr<be::DeviceContext> c;
   ASSERT_TRUE(b->open_context(0, 0, c).ok());
   std::unique_ptr<be::Module> m;
-  ASSERT_TRUE(c->load_module(kFakeImage, m).ok());
+  ASSERT_TRUE(c->load_module(be::native_image(kFakeImage), m).ok());
   std::unique_ptr<be::Queue> q;
   ASSERT_TRUE(c->create_queue(0, 0, q).ok());
   std::vector<float> x = {1, 2}, y = {10, 20};

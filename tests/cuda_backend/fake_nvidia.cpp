@@ -9,7 +9,9 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -17,6 +19,9 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "cubin_symbols.hpp"
+#include "cudamux/fatbin.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -50,10 +55,17 @@ const bool g_quiet = [] {
   return q != nullptr && *q != '\0' && *q != '0';
 }();
 
+// FAKE_NVIDIA_LOG=stderr: every line also goes to stderr, for tests that run whole programs.
+const bool g_echo = [] {
+  const char* e = std::getenv("FAKE_NVIDIA_LOG");
+  return e != nullptr && std::strcmp(e, "stderr") == 0;
+}();
+
 void log(const std::string& line) {
   if (g_quiet) return;
   std::lock_guard lock(g_mu);
   g_log += line + "\n";
+  if (g_echo) std::fprintf(stderr, "[fake nvidia] %s\n", line.c_str());
 }
 std::size_t used() {
   std::size_t n = 0;
@@ -218,8 +230,46 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
       *v = 227 * 1024;
       return CUDA_SUCCESS;
+    // An H100's launch limits, for the launch checks of clients such as NVIDIA's runtime.
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+      *v = 1024;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+      *v = 64;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      *v = 2147483647;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      *v = 65535;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *v = 32;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *v = 2048;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+      *v = 32;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+      *v = 65536;
+      return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+      *v = 228 * 1024;
+      return CUDA_SUCCESS;
     default:
-      return CUDA_ERROR_INVALID_VALUE;  // what NVIDIA answers for unknown attributes
+      // NVIDIA answers every defined attribute (NVIDIA's static runtime asks for 111 of them
+      // and gives up on any error): 0 here; INVALID_VALUE for values it does not define.
+      if (a > 0 && a < CU_DEVICE_ATTRIBUTE_MAX) {
+        *v = 0;
+        return CUDA_SUCCESS;
+      }
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
@@ -549,10 +599,56 @@ struct FakeFunction {
 struct FakeModule {
   std::vector<FakeFunction*> functions;
   std::map<std::string, std::vector<char>> globals;
+  // Loaded from an NVIDIA fat binary: its PTX names the kernels and their parameters, its
+  // cubin holds the variables and their initial values (both read on demand).
+  std::string ptx;
+  std::vector<std::byte> cubin;
   ~FakeModule() {
     for (auto* f : functions) delete f;
   }
 };
+
+// The next blank-separated token of PTX text from `at`, with '(' ')' ',' ';' as their own.
+std::string ptx_token(const std::string& text, std::size_t& at) {
+  while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+  if (at >= text.size()) return {};
+  if (std::strchr("(),;", text[at])) return std::string(1, text[at++]);
+  const std::size_t begin = at;
+  while (at < text.size() && !std::isspace(static_cast<unsigned char>(text[at])) &&
+         !std::strchr("(),;", text[at]))
+    ++at;
+  return text.substr(begin, at - begin);
+}
+
+// The parameter list of `.entry name(...)` in `ptx`: each `.param [.align N] .type name[[M]]`.
+// Enough PTX for a stand-in driver, not a PTX parser (the mock gets a real one).
+FakeFunction* ptx_function(const std::string& ptx, const std::string& name) {
+  for (std::size_t at = 0; at < ptx.size();) {
+    if (ptx_token(ptx, at) != ".entry" || ptx_token(ptx, at) != name) continue;
+    if (ptx_token(ptx, at) != "(") return nullptr;
+    auto* f = new FakeFunction{name, {}};
+    std::size_t offset = 0;
+    for (std::string t = ptx_token(ptx, at); !t.empty() && t != ")"; t = ptx_token(ptx, at)) {
+      if (t != ".param") continue;
+      std::size_t align = 0, size = 0;
+      std::string type = ptx_token(ptx, at);
+      if (type == ".align") {
+        align = std::stoul(ptx_token(ptx, at));
+        type = ptx_token(ptx, at);
+      }
+      size = type.size() >= 3 ? std::stoul(type.substr(2)) / 8 : 0;
+      const std::string param = ptx_token(ptx, at);
+      if (const auto open = param.find('['); open != std::string::npos)
+        size *= std::stoul(param.substr(open + 1));
+      if (align == 0) align = size ? size : 1;
+      offset = (offset + align - 1) / align * align;
+      f->params.emplace_back(offset, size);
+      offset += size;
+    }
+    return f;
+  }
+  return nullptr;
+}
 std::string dims(unsigned x, unsigned y, unsigned z) {
   return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
 }
@@ -597,6 +693,34 @@ CUresult launch(const char* fn, CUfunction f, unsigned gx, unsigned gy, unsigned
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
   FAKE_COUNT();
   if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const auto size = cudamux::fatbin::extent(image)) {
+    // An NVIDIA fat binary, as nvcc-built programs register them: the newest PTX and a cubin.
+    log("cuModuleLoadData fatbin " + std::to_string(*size) + " bytes");
+    std::vector<cudamux::fatbin::Entry> entries;
+    std::string why;
+    if (!cudamux::fatbin::parse({static_cast<const std::byte*>(image), *size}, entries, why)) {
+      log("cuModuleLoadData fatbin invalid: " + why);
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    auto mod = std::make_unique<FakeModule>();
+    std::vector<std::byte> bytes;
+    if (const auto pick = cudamux::fatbin::select_ptx(entries, 1000);
+        pick && cudamux::fatbin::decompress(entries[*pick], bytes, why))
+      mod->ptx.assign(reinterpret_cast<const char*>(bytes.data()));
+    for (const auto& e : entries) {
+      if (e.kind == cudamux::fatbin::Kind::elf && cudamux::fatbin::decompress(e, mod->cubin, why))
+        break;
+    }
+    // Every kernel, as NVIDIA's driver enumerates them (cuModuleEnumerateFunctions).
+    for (std::size_t at = 0; at < mod->ptx.size();) {
+      if (ptx_token(mod->ptx, at) != ".entry") continue;
+      std::size_t name_at = at;
+      if (FakeFunction* k = ptx_function(mod->ptx, ptx_token(mod->ptx, name_at)))
+        mod->functions.push_back(k);
+    }
+    *m = reinterpret_cast<CUmodule>(mod.release());
+    return CUDA_SUCCESS;
+  }
   const std::string text(static_cast<const char*>(image));
   log("cuModuleLoadData " + std::to_string(text.size()) + " bytes");
   if (!text.starts_with("fake-module\n")) return CUDA_ERROR_INVALID_IMAGE;
@@ -635,11 +759,17 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule m) {
 FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   FAKE_COUNT();
   log(std::string("cuModuleGetFunction ") + name);
-  for (auto* k : reinterpret_cast<FakeModule*>(m)->functions) {
+  auto* mod = reinterpret_cast<FakeModule*>(m);
+  for (auto* k : mod->functions) {
     if (k->name == name) {
       *f = reinterpret_cast<CUfunction>(k);
       return CUDA_SUCCESS;
     }
+  }
+  if (FakeFunction* k = mod->ptx.empty() ? nullptr : ptx_function(mod->ptx, name)) {
+    mod->functions.push_back(k);
+    *f = reinterpret_cast<CUfunction>(k);
+    return CUDA_SUCCESS;
   }
   return CUDA_ERROR_NOT_FOUND;
 }
@@ -647,8 +777,17 @@ FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* p, std::size_t* bytes, CU
                                           const char* name) {
   FAKE_COUNT();
   log(std::string("cuModuleGetGlobal_v2 ") + name);
-  auto& globals = reinterpret_cast<FakeModule*>(m)->globals;
+  auto* mod = reinterpret_cast<FakeModule*>(m);
+  auto& globals = mod->globals;
   auto it = globals.find(name);
+  if (it == globals.end() && !mod->cubin.empty()) {
+    std::string why;
+    if (auto initial = cudamux::core::cubin_variable_bytes(mod->cubin, name, why)) {
+      std::vector<char> storage(initial->size());
+      std::memcpy(storage.data(), initial->data(), initial->size());
+      it = globals.emplace(name, std::move(storage)).first;
+    }
+  }
   if (it == globals.end()) return CUDA_ERROR_NOT_FOUND;
   *p = reinterpret_cast<CUdeviceptr>(it->second.data());
   *bytes = it->second.size();

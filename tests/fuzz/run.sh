@@ -2,6 +2,8 @@
 # Runs the API-sequence fuzzer (build it first: see CMakeLists.txt here).
 #   tests/fuzz/run.sh smoke [build-dir]       replay the committed corpus, then fuzz 45 s (CI)
 #   tests/fuzz/run.sh long  [build-dir] [N]   fuzz until N executions (default 1,000,000)
+# Smoke mode then runs the fat binary parser fuzzer the same way (tests/fuzz/corpus-fatbin,
+# 20 s: CUDAMUX_FATBIN_FUZZ_SECONDS) when target cudamux_fatbin_fuzzer was built.
 # New inputs go to a scratch corpus under the build dir; the committed corpus
 # (tests/fuzz/corpus: seeds and regressions) is only read.
 set -euo pipefail
@@ -26,7 +28,18 @@ common=(-timeout=20 -rss_limit_mb=4096 -max_len=4096 -detect_leaks=1 -print_fina
 
 case "$mode" in
   smoke)
-    "$fuzzer" "${common[@]}" -max_total_time="${CUDAMUX_FUZZ_SECONDS:-45}" "$scratch" "$here/corpus" ;;
+    "$fuzzer" "${common[@]}" -max_total_time="${CUDAMUX_FUZZ_SECONDS:-45}" "$scratch" "$here/corpus"
+    fatbin="$build/cudamux_fatbin_fuzzer"
+    if [[ -x "$fatbin" ]]; then
+      # Fat binaries are larger than API bytecode: the seeds are nvcc output of 2-5 KB.
+      fb_common=("${common[@]/#-max_len=4096/-max_len=16384}")
+      mkdir -p "$build/corpus-fatbin-$mode"
+      "$fatbin" "${fb_common[@]}" -runs=0 "$here/corpus-fatbin"
+      "$fatbin" "${fb_common[@]}" -max_total_time="${CUDAMUX_FATBIN_FUZZ_SECONDS:-20}" \
+        "$build/corpus-fatbin-$mode" "$here/corpus-fatbin"
+    else
+      echo "fuzz: no $fatbin (build target cudamux_fatbin_fuzzer): fat binary fuzzer skipped" >&2
+    fi ;;
   long)
     "$fuzzer" "${common[@]}" -runs="${3:-1000000}" "$scratch" "$here/corpus" ;;
   *)

@@ -379,9 +379,10 @@ class Context final : public be::DeviceContext {
     for (Queue* q : state_->queues) (void)q->synchronize();
     return st(static_cast<CUresult>(state_->error.load()));
   }
-  be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
+  be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
+    if (image.kind != be::ImageKind::native) return st(CUDA_ERROR_NO_BINARY_FOR_GPU);
     auto m = std::make_unique<Module>();
-    if (auto s = parse(static_cast<const char*>(image), *m); !s.ok()) return s;
+    if (auto s = parse(static_cast<const char*>(image.data), *m); !s.ok()) return s;
     for (auto& [n, f] : m->functions) f.globals = &m->globals;
     out = std::move(m);
     return be::kOk;

@@ -49,7 +49,7 @@ class MockFission : public ::testing::Test {
     }
     o.compiled = true;
     std::unique_ptr<be::Module> m;
-    EXPECT_EQ(cu(ctx->load_module(res.image.data(), m)), CUDA_SUCCESS);
+    EXPECT_EQ(cu(ctx->load_module(be::native_image(res.image.data()), m)), CUDA_SUCCESS);
     if (!m) return o;
     be::Function* f = m->function(kernel);
     EXPECT_NE(f, nullptr);
@@ -526,10 +526,10 @@ TEST_F(MockFission, ImageForAnotherCpuIsRefusedNotRun) {
   const auto at = image.find(" cpu=");
   ASSERT_NE(at, std::string::npos) << image.substr(0, 80);
   std::unique_ptr<be::Module> m;
-  EXPECT_EQ(cu(ctx->load_module(image.c_str(), m)), CUDA_SUCCESS);
+  EXPECT_EQ(cu(ctx->load_module(be::native_image(image.c_str()), m)), CUDA_SUCCESS);
   m.reset();
   image[at + 5] = image[at + 5] == '0' ? '1' : '0';
-  EXPECT_EQ(cu(ctx->load_module(image.c_str(), m)), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_EQ(cu(ctx->load_module(be::native_image(image.c_str()), m)), CUDA_ERROR_NO_BINARY_FOR_GPU);
   EXPECT_NE(c.log->str().find("compiled for another CPU"), std::string::npos) << c.log->str();
 }
 

@@ -57,7 +57,7 @@ class KernelTest : public MockTest {
     lowered = c.result.lowered_names;
     std::unique_ptr<be::Module> m;
     if (!c.result.success) return m;
-    EXPECT_EQ(cu(ctx->load_module(c.result.image.data(), m)), CUDA_SUCCESS);
+    EXPECT_EQ(cu(ctx->load_module(be::native_image(c.result.image.data()), m)), CUDA_SUCCESS);
     return m;
   }
 

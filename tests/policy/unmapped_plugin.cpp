@@ -103,7 +103,7 @@ class Context final : public be::DeviceContext {
     return be::kOk;
   }
   be::Status synchronize() override { return be::kOk; }
-  be::Status load_module(const void*, std::unique_ptr<be::Module>&) override { return {CUDA_ERROR_NOT_SUPPORTED}; }
+  be::Status load_module(const be::ModuleImage&, std::unique_ptr<be::Module>&) override { return {CUDA_ERROR_NOT_SUPPORTED}; }
 };
 
 class Backend final : public be::Backend {

@@ -536,11 +536,41 @@ TEST_F(Runtime, DestroyedStreamsAndEventsAreRejected) {
 int g_shadow[4] = {1, 2, 3, 4};  // the host shadow of a __device__ int[4]
 void kernel_stub() {}            // a kernel's host stub
 
+// What nvcc emits for a program with one kernel: a fat binary container holding its PTX
+// (compute_75, uncompressed) and the wrapper __cudaRegisterFatBinary gets. The mock runs no
+// NVIDIA code, so launches of its kernel answer cudaErrorNoKernelImageForDevice there.
+constexpr char kPtx[] =
+    ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry _Z6kernelv()\n{\n ret;\n}\n";
+struct alignas(8) OnePtxFatbin {
+  // Container header: magic, version, header size, size of what follows.
+  std::uint32_t magic = 0xBA55ED50u;
+  std::uint16_t version = 1, header_size = 16;
+  std::uint64_t entries_size = 64 + sizeof payload;
+  // Entry header (64 bytes): kind 1 = PTX, version, header size, payload size, compressed size,
+  // options offset, code version minor/major, arch, identifier offset/size, flags (64-bit,
+  // Linux), reserved, uncompressed size.
+  std::uint16_t kind = 1, entry_version = 0x0101;
+  std::uint32_t entry_header_size = 64;
+  std::uint64_t payload_size = sizeof payload;
+  std::uint32_t compressed_size = 0, options_offset = 0;
+  std::uint16_t code_minor = 0, code_major = 9;
+  std::uint32_t arch = 75, identifier_offset = 0, identifier_size = 0;
+  std::uint64_t flags = 0x11, reserved = 0, uncompressed_size = 0;
+  char payload[(sizeof kPtx + 7) / 8 * 8] = {};
+  OnePtxFatbin() { std::memcpy(payload, kPtx, sizeof kPtx); }
+};
+struct FatbinWrapper {
+  std::int32_t magic = 0x466243B1, version = 1;
+  const void* data = nullptr;
+  void* filename = nullptr;
+};
+
 class Registered : public Runtime {
  protected:
   void SetUp() override {
     Runtime::SetUp();
-    handle = __cudaRegisterFatBinary(&fake_fatbin);
+    wrapper.data = &fatbin;
+    handle = __cudaRegisterFatBinary(&wrapper);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&kernel_stub),
                            const_cast<char*>("_Z6kernelv"), "_Z6kernelv", -1, nullptr, nullptr,
                            nullptr, nullptr, nullptr);
@@ -552,7 +582,8 @@ class Registered : public Runtime {
     __cudaUnregisterFatBinary(handle);
     Runtime::TearDown();
   }
-  int fake_fatbin = 0;
+  OnePtxFatbin fatbin;
+  FatbinWrapper wrapper;
   void** handle = nullptr;
 };
 

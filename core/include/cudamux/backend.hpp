@@ -41,7 +41,8 @@ namespace cudamux::backend {
 
 // Bump on every change of this header's types or virtual functions.
 // 3: Function::set_attribute; 4: LaunchDesc::cluster, Backend::launches_clusters (issue 7)
-inline constexpr std::uint32_t kAbiVersion = 4;
+// 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
+inline constexpr std::uint32_t kAbiVersion = 5;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -217,6 +218,30 @@ class Module {
   [[nodiscard]] virtual std::vector<std::string_view> function_names() const = 0;
 };
 
+// What a module image is. The core tells NVIDIA's formats apart (and opens fat binaries), so a
+// backend never guesses: it gets the kind, the bytes and, for NVIDIA's per-architecture
+// images, the architecture.
+enum class ImageKind : std::uint8_t {
+  native,         // the backend's own image: what its Compiler produced (or an AMD code object)
+  nvidia_fatbin,  // a whole NVIDIA fat binary container (magic 0xBA55ED50), entries as stored
+  cubin,          // an NVIDIA ELF for sm_<arch>
+  ptx,            // PTX text for compute_<arch>, NUL-terminated
+};
+// ImageKind as a bit of Backend::image_kinds().
+constexpr unsigned image_kind_bit(ImageKind k) noexcept { return 1u << static_cast<unsigned>(k); }
+
+struct ModuleImage {
+  ImageKind kind = ImageKind::native;
+  const void* data = nullptr;  // valid during load_module only: keep a copy if needed later
+  std::size_t size = 0;        // bytes; 0 when unknown (native images delimit themselves)
+  unsigned arch = 0;           // cubin: 75 for sm_75; ptx: 75 for compute_75; else 0
+};
+
+// A backend's own image, which delimits itself.
+inline ModuleImage native_image(const void* data) noexcept {
+  return {ImageKind::native, data, 0, 0};
+}
+
 struct LaunchDesc {
   Function* function = nullptr;
   unsigned grid[3] = {1, 1, 1};
@@ -296,9 +321,10 @@ class DeviceContext {
   // flags: CU_EVENT_* (the core validates them).
   virtual Status create_event(unsigned cu_event_flags, std::unique_ptr<Event>& out) = 0;
   virtual Status synchronize() = 0;  // all queues of this context
-  // Loads a module image (self-delimiting: the backend finds its length). Images the
-  // backend does not recognise give the native code for CUDA_ERROR_INVALID_IMAGE.
-  virtual Status load_module(const void* image, std::unique_ptr<Module>& out) = 0;
+  // Loads a module image of a kind in Backend::image_kinds() (the core opens fat binaries for
+  // backends that do not take them whole). Images the backend does not recognise give the
+  // native code for CUDA_ERROR_INVALID_IMAGE.
+  virtual Status load_module(const ModuleImage& image, std::unique_ptr<Module>& out) = 0;
 };
 
 // The plugin's root object.
@@ -317,6 +343,15 @@ class Backend {
   // place decides and a backend that knows nothing of clusters can never run one as plain
   // independent blocks by ignoring the field; hence false by default.
   [[nodiscard]] virtual bool launches_clusters() const noexcept { return false; }
+  // The ImageKinds load_module runs, as image_kind_bit()s: the core picks a fat binary's entry
+  // (or passes it whole) by this, and names what is missing when nothing fits.
+  [[nodiscard]] virtual unsigned image_kinds() const noexcept {
+    return image_kind_bit(ImageKind::native);
+  }
+  // For log lines when an image is refused: what this backend loads, in words.
+  [[nodiscard]] virtual std::string_view image_needs() const noexcept {
+    return "modules compiled by its own NVRTC";
+  }
 };
 
 }  // namespace cudamux::backend

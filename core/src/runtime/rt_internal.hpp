@@ -73,8 +73,9 @@ struct Symbol {
   const void* host_shadow = nullptr;  // the host variable (its bytes are the initial value)
   void** managed_slot = nullptr;      // managed: where the program reads the pointer
 };
-// Device address of a registered symbol on the current device (allocated and
-// initialised from the host shadow on first use). cudaErrorInvalidSymbol if unknown.
+// Device address of a registered symbol on the current device: the loaded module's own variable,
+// or where the module does not load, a copy allocated and initialised from the host shadow on
+// first use. cudaErrorInvalidSymbol if unknown.
 cudaError_t symbol_address(const void* symbol, CUdeviceptr& address, std::size_t& size) noexcept;
 // Forgets the device copies of symbols on `device` (its primary context was reset).
 void forget_symbols(int device) noexcept;
@@ -85,8 +86,9 @@ void forget_symbols(int device) noexcept;
 const void* registered(const void* func) noexcept;
 // The device-side name nvcc registered for the record.
 const char* registered_name(const void* record) noexcept;
-// A registered kernel has no code the backend can run (nvcc's PTX/SASS): logs why (once at
-// error level per kernel) and returns cudaErrorNoKernelImageForDevice.
-cudaError_t registered_has_no_code(const void* record, const char* api) noexcept;
+// The CUfunction of a registered kernel in the current context: its fat binary is loaded there
+// on first use. When the backend runs nothing in it, logs why (once at error level per kernel)
+// and returns cudaErrorNoKernelImageForDevice (cudaErrorInvalidKernelImage if it is damaged).
+cudaError_t registered_function(const void* record, CUfunction& out, const char* api) noexcept;
 
 }  // namespace cudamux::rt

@@ -3,8 +3,9 @@
 //
 // A `const void* func` argument may be (CUDA 12+):
 //  - a host stub nvcc registered (__cudaRegisterFunction), or CUDA 13's kernel handle for one
-//    (__cudaGetKernel): found by exact address in the registry (rt_module.cpp). No backend
-//    runs nvcc's PTX/SASS, so these answer cudaErrorNoKernelImageForDevice with a log line;
+//    (__cudaGetKernel): found by exact address in the registry (rt_module.cpp), whose fat
+//    binary is loaded into the current context on first use; a backend that runs nothing in
+//    it answers cudaErrorNoKernelImageForDevice with a log line;
 //  - a cudaKernel_t (CUkernel, cudaLibraryGetKernel) or a CUfunction cast to `const void*`:
 //    found in the core's handle tables, which decode the value (tag, slot, generation)
 //    without ever dereferencing it, so a garbage pointer is just "not found".
@@ -74,7 +75,7 @@ cudaError_t resolve(const void* func, Target& t, const char* api) noexcept {
 
 // The CUfunction of `t` in the current context (a kernel's is loaded on demand).
 cudaError_t function_here(const Target& t, CUfunction& out, const char* api) noexcept {
-  if (t.record) return registered_has_no_code(t.record, api);
+  if (t.record) return registered_function(t.record, out, api);
   if (t.kernel) return map(drv::cuKernelGetFunction(&out, t.kernel));
   out = t.function;
   return cudaSuccess;
@@ -155,9 +156,7 @@ cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, voi
   if (cudaError_t e = resolve(func, t, api)) return e;
   if (cudaError_t e = check_config(grid, block, shared, api)) return e;
   if (t.record) {
-    core::Stream* s = nullptr;
-    if (const CUresult r = core::resolve_stream(stream, pt, s)) return map(r);
-    return registered_has_no_code(t.record, api);
+    if (cudaError_t e = registered_function(t.record, t.function, api)) return e;
   }
   const auto sh = static_cast<unsigned>(shared);  // <= UINT_MAX: checked above
   CUresult r;
@@ -188,9 +187,7 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
           check_config(config->gridDim, config->blockDim, config->dynamicSmemBytes, api))
     return e;
   if (t.record) {
-    core::Stream* s = nullptr;
-    if (const CUresult r = core::resolve_stream(config->stream, pt, s)) return map(r);
-    return registered_has_no_code(t.record, api);
+    if (cudaError_t e = registered_function(t.record, t.function, api)) return e;
   }
   // The driver honours cooperative launches and the scheduling/cache hints; it checks
   // cluster dimensions against the grid and passes them to a backend that runs clusters
@@ -210,12 +207,12 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
                 : drv::cuLaunchKernelEx(&c, t.function, args, nullptr));
 }
 
-// Resolves `func` after enter(); nothing registered may pass (occupancy and attributes
-// need code the backend runs).
+// Resolves `func` after enter(), loading a registered kernel's code (occupancy and attributes
+// need code the backend runs): t.function is then set for every kind of target.
 cudaError_t runnable(const void* func, Target& t, const char* api) noexcept {
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = resolve(func, t, api)) return e;
-  return t.record ? registered_has_no_code(t.record, api) : cudaSuccess;
+  return t.record ? registered_function(t.record, t.function, api) : cudaSuccess;
 }
 
 }  // namespace

@@ -4,9 +4,13 @@
 // __cudaGetKernel/__cudaLaunchKernel path. cudaLaunchKernel and the other functions that
 // take a `const void* func` are in rt_kernel.cpp (they ask registered() here first).
 //
-// Registration always succeeds and keeps what it is given. Launching a registered
-// kernel needs a backend that runs the fat binary's code (PTX/SASS); none does yet, so
-// such launches fail with cudaErrorNoKernelImageForDevice and a log line saying why.
+// Registration always succeeds and keeps what it is given. A registered fat binary is loaded
+// lazily, once per context, on the first use of one of its kernels or variables (as NVIDIA's
+// runtime does with lazy loading), through the driver's module loader, which hands the backend
+// what it runs (issue 14): the cuda backend takes the fat binary whole. Where the backend runs
+// nothing in it (the mock and hip until they take PTX), kernels answer
+// cudaErrorNoKernelImageForDevice with a log line naming the kernel, and variables fall back to
+// device copies made from their host shadows, so host-side code keeps working.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -19,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "../cubin_symbols.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "cudamux/fatbin.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/runtime_impl.hpp"
 #include "rt_internal.hpp"
@@ -31,6 +37,14 @@ namespace drv = cudamux::impl;
 
 struct Module {
   void* fatbin = nullptr;  // the __fatDeviceText wrapper nvcc emitted
+  // The driver module per context it was loaded into, or the error loading it gave (kept so
+  // that a fat binary the backend cannot run is parsed and reported once per context).
+  std::map<CUcontext, CUmodule> loaded;
+  std::map<CUcontext, CUresult> failed;
+  // One of the fat binary's cubins, decompressed on first need: device variables' initial
+  // values where no module loads (read_once set when tried).
+  std::vector<std::byte> cubin;
+  bool read_once = false;
 };
 
 struct Function {
@@ -71,6 +85,78 @@ struct LaunchConfig {
 };
 thread_local std::vector<LaunchConfig> t_configs;
 
+// The registered fat binary `handle` loaded into the current context `ctx`. Registry lock held.
+CUresult module_here_locked(Registry& r, void** handle, CUcontext ctx, CUmodule& out) noexcept {
+  const auto it = r.modules.find(handle);
+  if (it == r.modules.end()) return CUDA_ERROR_NOT_FOUND;
+  Module& m = *it->second;
+  if (const auto f = m.failed.find(ctx); f != m.failed.end()) {
+    if (core::context_of(ctx)) return f->second;
+    m.failed.erase(f);  // a destroyed context's handle is never reused; tidy up
+  }
+  core::Core& core = core::Core::get();
+  if (const auto l = m.loaded.find(ctx); l != m.loaded.end()) {
+    // Still loaded, unless a reset of the context unloaded its modules (then load again, as
+    // NVIDIA's runtime does after cudaDeviceReset).
+    if (core.modules.find(reinterpret_cast<std::uintptr_t>(l->second))) {
+      out = l->second;
+      return CUDA_SUCCESS;
+    }
+    m.loaded.erase(l);
+  }
+  CUmodule mod = nullptr;
+  const CUresult res = drv::cuModuleLoadFatBinary(&mod, m.fatbin);
+  try {
+    if (res != CUDA_SUCCESS) {
+      m.failed[ctx] = res;
+      return res;
+    }
+    m.loaded[ctx] = mod;
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  out = mod;
+  return CUDA_SUCCESS;
+}
+
+// The initial bytes of the device variable `name` of the fat binary `handle` (nvcc's host shadow
+// is zero; the initialiser lives in the cubins). Empty when there is none. Registry lock held.
+std::vector<std::byte> initial_value_locked(Registry& r, void** handle, const char* name) {
+  const auto it = r.modules.find(handle);
+  if (it == r.modules.end() || !name) return {};
+  Module& m = *it->second;
+  std::string why;
+  if (!m.read_once) {
+    m.read_once = true;
+    const void* container = nullptr;
+    std::vector<fatbin::Entry> entries;
+    if (const auto size =
+            fatbin::unwrap(m.fatbin, container, why) ? fatbin::extent(container) : std::nullopt;
+        size && fatbin::parse({static_cast<const std::byte*>(container), *size}, entries, why)) {
+      // Any cubin will do: initial values do not depend on the architecture.
+      for (const fatbin::Entry& e : entries) {
+        if (e.kind == fatbin::Kind::elf && fatbin::decompress(e, m.cubin, why)) break;
+      }
+    }
+  }
+  if (m.cubin.empty()) return {};
+  auto bytes = core::cubin_variable_bytes(m.cubin, name, why);
+  return bytes ? std::move(*bytes) : std::vector<std::byte>{};
+}
+
+// The runtime's error for a fat binary that did not load.
+cudaError_t load_error(CUresult r) noexcept {
+  switch (r) {
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_NOT_FOUND:
+      return cudaErrorNoKernelImageForDevice;
+    case CUDA_ERROR_INVALID_IMAGE:
+      return cudaErrorInvalidKernelImage;
+    default:
+      return map(r);
+  }
+}
+
 Function* find_function(const void* stub) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
@@ -82,17 +168,6 @@ bool is_kernel_handle(const void* k) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   return r.records.contains(k);
-}
-
-// Launch of a registered kernel: no backend runs nvcc-compiled device code yet.
-cudaError_t launch_registered(Function& fn, dim3 grid, dim3 block, cudaStream_t stream, bool pt,
-                              const char* api) {
-  if (cudaError_t e = enter()) return e;
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
-    return reject(cudaErrorInvalidConfiguration, api, "a grid or block dimension is 0");
-  core::Stream* s = nullptr;
-  if (const CUresult r = core::resolve_stream(stream, pt, s)) return map(r);
-  return registered_has_no_code(&fn, api);
 }
 
 }  // namespace
@@ -111,17 +186,35 @@ cudaError_t symbol_address(const void* symbol, CUdeviceptr& address, std::size_t
     return cudaSuccess;
   }
   const CUcontext ctx = core::current_context_handle();
+  // The module's own storage, which its kernels use, initialised from the image.
+  if (CUmodule mod = nullptr;
+      module_here_locked(r, it->second.module, ctx, mod) == CUDA_SUCCESS && sym.name) {
+    CUdeviceptr p = 0;
+    std::size_t bytes = 0;
+    if (drv::cuModuleGetGlobal_v2(&p, &bytes, mod, sym.name) == CUDA_SUCCESS) {
+      address = p;
+      size = bytes;
+      return cudaSuccess;
+    }
+  }
   auto& slot = r.copies[{symbol, ctx}];
   if (slot && core::context_of(ctx)) {
     address = slot;
     return cudaSuccess;
   }
-  // First use in this context: allocate and start from the host shadow's bytes (nvcc
-  // gives the shadow the variable's initialiser).
+  // No module here (its code does not run on this backend): a device copy, allocated on first
+  // use in this context and started from the host shadow's bytes (nvcc gives the shadow the
+  // variable's initialiser).
   CUdeviceptr p = 0;
   if (const CUresult res = drv::cuMemAlloc_v2(&p, sym.size ? sym.size : 1)) return map(res);
-  if (sym.host_shadow && sym.size) {
-    if (const CUresult res = drv::cuMemcpyHtoD_v2(p, sym.host_shadow, sym.size)) {
+  std::vector<std::byte> initial;
+  try {
+    initial = initial_value_locked(r, it->second.module, sym.name);
+  } catch (...) {
+  }
+  const void* start = initial.size() == sym.size ? initial.data() : sym.host_shadow;
+  if (start && sym.size) {
+    if (const CUresult res = drv::cuMemcpyHtoD_v2(p, start, sym.size)) {
       (void)drv::cuMemFree_v2(p);
       return map(res);
     }
@@ -152,19 +245,50 @@ const char* registered_name(const void* record) noexcept {
   return static_cast<const Function*>(record)->device_name.c_str();
 }
 
-cudaError_t registered_has_no_code(const void* record, const char* api) noexcept {
+cudaError_t registered_function(const void* record, CUfunction& out, const char* api) noexcept {
   auto& fn = *static_cast<Function*>(const_cast<void*>(record));
+  const CUcontext ctx = core::current_context_handle();
+  core::Core& core = core::Core::get();
+  // Launch loops reuse one kernel in one context: remember the last answer per thread. The
+  // function handle is checked for life (a context reset unloads modules) without a lock.
+  struct Last {
+    const void* record;
+    CUcontext ctx;
+    CUfunction function;
+  };
+  thread_local Last t_last{};
+  if (t_last.record == record && t_last.ctx == ctx &&
+      core.functions.find(reinterpret_cast<std::uintptr_t>(t_last.function))) {
+    out = t_last.function;
+    return cudaSuccess;
+  }
+  CUresult res;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    CUmodule mod = nullptr;
+    res = module_here_locked(r, fn.module, ctx, mod);
+    if (res == CUDA_SUCCESS) res = drv::cuModuleGetFunction(&out, mod, fn.device_name.c_str());
+  }
+  if (res == CUDA_SUCCESS) {
+    t_last = {record, ctx, out};
+    return cudaSuccess;
+  }
+  const cudaError_t e = load_error(res);
   try {
-    auto& log = *log::get();
+    const char* driver_name = "?";
+    (void)drv::cuGetErrorName(res, &driver_name);
+    const char* runtime_name = impl::cudaGetErrorName(e);
     const auto level = fn.explained.exchange(true) ? spdlog::level::debug : spdlog::level::err;
-    log.log(level,
-            "{}: kernel '{}' was compiled by nvcc to PTX/SASS, which the '{}' backend cannot run; "
-            "returning cudaErrorNoKernelImageForDevice (load kernels through NVRTC and "
-            "cudaLibraryLoadData/cuModuleLoadData on a backend that executes them)",
-            api, fn.device_name, core::Core::get().backend().name());
+    log::get()->log(level,
+                    "{}: kernel '{}' cannot run on the '{}' backend: its fat binary {} ({}); "
+                    "returning {}",
+                    api, fn.device_name, core.backend().name(),
+                    res == CUDA_ERROR_NOT_FOUND ? "has no such kernel" : "did not load",
+                    driver_name, runtime_name);
   } catch (...) {
   }
-  return cudaErrorNoKernelImageForDevice;
+  return e;
 }
 
 }  // namespace cudamux::rt
@@ -258,14 +382,24 @@ void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, c
 }
 
 char __cudaInitModule(void** fatCubinHandle) {
-  // Managed variables get their memory here, before the program first touches them.
+  // Managed variables get their memory here, before the program first touches them: the
+  // module's own where it loads (its kernels use that), else fresh managed memory.
   if (enter() != cudaSuccess) return 0;
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
+  CUmodule mod = nullptr;
+  const bool loaded =
+      module_here_locked(r, fatCubinHandle, core::current_context_handle(), mod) == CUDA_SUCCESS;
   for (auto& [host, e] : r.symbols) {
     if (e.module != fatCubinHandle || !e.sym.managed || !e.sym.managed_slot || *e.sym.managed_slot)
       continue;
     CUdeviceptr p = 0;
+    std::size_t bytes = 0;
+    if (loaded && e.sym.name &&
+        drv::cuModuleGetGlobal_v2(&p, &bytes, mod, e.sym.name) == CUDA_SUCCESS) {
+      *e.sym.managed_slot = reinterpret_cast<void*>(p);
+      continue;
+    }
     if (drv::cuMemAllocManaged(&p, e.sym.size ? e.sym.size : 1, CU_MEM_ATTACH_GLOBAL) !=
         CUDA_SUCCESS)
       return 0;
@@ -305,22 +439,20 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* entryFuncAddr) {
   return cudaSuccess;
 }
 
-namespace {
-cudaError_t launch_kernel_handle(cudaKernel_t kernel, dim3 grid, dim3 block, cudaStream_t stream,
-                                 bool pt) {
+// CUDA 13's launch of a kernel handle from __cudaGetKernel: our handle is the registry record,
+// which cudaLaunchKernel accepts as it accepts the stub.
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                               size_t sharedMem, cudaStream_t stream) {
   if (!kernel || !is_kernel_handle(kernel))
     return reject(cudaErrorInvalidResourceHandle, "__cudaLaunchKernel", "not a kernel handle");
-  return launch_registered(*reinterpret_cast<Function*>(kernel), grid, block, stream, pt,
-                           "__cudaLaunchKernel");
+  return rt::impl::cudaLaunchKernel(static_cast<const void*>(kernel), gridDim, blockDim, args,
+                                    sharedMem, stream);
 }
-}  // namespace
-
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t,
-                               cudaStream_t stream) {
-  return launch_kernel_handle(kernel, gridDim, blockDim, stream, false);
-}
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**,
-                                    size_t, cudaStream_t stream) {
-  return launch_kernel_handle(kernel, gridDim, blockDim, stream, true);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                    size_t sharedMem, cudaStream_t stream) {
+  if (!kernel || !is_kernel_handle(kernel))
+    return reject(cudaErrorInvalidResourceHandle, "__cudaLaunchKernel", "not a kernel handle");
+  return rt::impl::cudaLaunchKernel_ptsz(static_cast<const void*>(kernel), gridDim, blockDim, args,
+                                         sharedMem, stream);
 }
 }  // namespace cudamux::rt::impl

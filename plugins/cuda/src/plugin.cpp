@@ -600,11 +600,13 @@ class NvidiaContext final : public be::DeviceContext {
     }
     return be::kOk;
   }
-  be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
-    // PTX, CUBIN or fat binary: NVIDIA's driver tells them apart (and JIT-compiles PTX).
+  be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
+    // PTX, CUBIN or a whole fat binary: NVIDIA's driver picks the entry for its GPU and
+    // JIT-compiles PTX itself.
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     CUmodule m = nullptr;
-    if (const CUresult r = api_.cuModuleLoadData(&m, image); r != CUDA_SUCCESS) return status(r);
+    if (const CUresult r = api_.cuModuleLoadData(&m, image.data); r != CUDA_SUCCESS)
+      return status(r);
     out = std::make_unique<NvidiaModule>(api_, ctx_, m);
     return be::kOk;
   }
@@ -749,6 +751,15 @@ class NvidiaBackend final : public be::Backend {
       return nullptr;
     }
     return compiler_.get();
+  }
+  // Every NVIDIA format, as it is: NVIDIA's driver chooses among a fat binary's entries.
+  [[nodiscard]] unsigned image_kinds() const noexcept override {
+    return be::image_kind_bit(be::ImageKind::native) |
+           be::image_kind_bit(be::ImageKind::nvidia_fatbin) |
+           be::image_kind_bit(be::ImageKind::cubin) | be::image_kind_bit(be::ImageKind::ptx);
+  }
+  [[nodiscard]] std::string_view image_needs() const noexcept override {
+    return "NVIDIA fat binaries, cubins and PTX (NVIDIA's driver loads them)";
   }
   // Forwarded to NVIDIA's cuLaunchKernelEx, which checks the device and the kernel itself.
   [[nodiscard]] bool launches_clusters() const noexcept override {

@@ -543,7 +543,18 @@ class HipContext final : public be::DeviceContext {
     }
     return be::kOk;
   }
-  be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
+  be::Status load_module(const be::ModuleImage& module_image,
+                         std::unique_ptr<be::Module>& out) override {
+    if (module_image.kind != be::ImageKind::native) {
+      // PTX for HIP needs the PTX front end (issue 15); NVIDIA's SASS never runs here.
+      const bool ptx = module_image.kind == be::ImageKind::ptx;
+      log_.error(
+          "hip backend: module image is NVIDIA {} for {}_{}; the hip backend loads AMD code "
+          "objects (from its NVRTC)",
+          ptx ? "PTX" : "SASS", ptx ? "compute" : "sm", module_image.arch);
+      return status(ptx ? hipErrorInvalidImage : hipErrorNoBinaryForGpu);
+    }
+    const void* image = module_image.data;
     std::string why;
     const auto size = image_size(image, why);
     std::optional<CodeObject> co;
@@ -602,6 +613,9 @@ class HipBackend final : public be::Backend {
   }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "hip"; }
+  [[nodiscard]] std::string_view image_needs() const noexcept override {
+    return "AMD code objects compiled by its NVRTC (hipRTC); NVIDIA's PTX needs the PTX front end";
+  }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
   [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }
   [[nodiscard]] be::Compiler* compiler() noexcept override { return compiler_.get(); }

@@ -253,9 +253,27 @@ class MockContext final : public be::DeviceContext {
     }
     return result;
   }
-  be::Status load_module(const void* image, std::unique_ptr<be::Module>& out) override {
+  be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     if (const auto st = faults_->check(Op::load_module); !st.ok()) return st;
-    return load_module_image(image, *kernels_->log, out);
+    switch (image.kind) {
+      case be::ImageKind::native:
+        return load_module_image(image.data, *kernels_->log, out);
+      case be::ImageKind::ptx:
+        kernels_->log->error(
+            "mock backend: module image is NVIDIA PTX (compute_{}): the mock runs only modules "
+            "compiled by cudamux's NVRTC (libnvrtc.so.13 from cudamux)",
+            image.arch);
+        return status(CUDA_ERROR_INVALID_PTX);
+      case be::ImageKind::cubin:
+      case be::ImageKind::nvidia_fatbin:
+        break;
+    }
+    kernels_->log->error(
+        "mock backend: module image is an NVIDIA {}: the mock runs only modules compiled by "
+        "cudamux's NVRTC",
+        image.kind == be::ImageKind::cubin ? "cubin (sm_" + std::to_string(image.arch) + ")"
+                                           : std::string("fat binary"));
+    return status(CUDA_ERROR_NO_BINARY_FOR_GPU);
   }
 
  private:
@@ -284,6 +302,9 @@ class MockBackend final : public be::Backend {
   }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "mock"; }
+  [[nodiscard]] std::string_view image_needs() const noexcept override {
+    return "modules compiled by cudamux's NVRTC (it does not run NVIDIA's PTX or SASS yet)";
+  }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
   [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }
   be::Status open_context(int ordinal, unsigned /*ctx flags: scheduling is the OS's*/,
