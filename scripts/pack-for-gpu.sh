@@ -18,6 +18,21 @@ for prog in driver_conformance driver_before_init driver_trace_log driver_tour \
             cuda_backend_nvrtc_probe cudamux_bench_gpu cudamux_bench_passthrough saxpy; do
   [[ -x $build/bin/$prog ]] && cp "$build/bin/$prog" "$pack/bin/"
 done
+# Issue 14: nvcc-built programs (tests/nvcc, built by the test tree when nvcc is here), the
+# registered-launch benchmark in both runtime flavours and the export-table probe, for
+# scripts/gpu-nvcc.sh.
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  mkdir -p "$pack/nvcc"
+  for prog in nvcc_registered_shared nvcc_registered_static nvcc_device_query; do
+    [[ -x $build/tests/nvcc/$prog ]] && cp "$build/tests/nvcc/$prog" "$pack/nvcc/"
+  done
+  "$nvcc" -O2 -o "$pack/nvcc/bench_registered_launch_static" bench/bench_registered_launch.cu
+  "$nvcc" -O2 -cudart shared -o "$pack/nvcc/bench_registered_launch_shared" \
+    bench/bench_registered_launch.cu
+  gcc -O2 -Iapi/include -o "$pack/nvcc/export_table_probe" tests/nvcc/export_table_probe.c \
+    -L"$build/lib" -lcuda
+fi
 # Stand-in libraries of tests/cuda_backend, for its tests to run there too.
 [[ -d $build/tests/cuda_backend/standins ]] && cp -a "$build/tests/cuda_backend/standins" "$pack/standins"
 find "$pack" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \

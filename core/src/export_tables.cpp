@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -191,6 +192,19 @@ CUresult integrity_check(std::uint32_t version, std::uint64_t unix_seconds, std:
   return CUDA_SUCCESS;
 }
 
+// RUNTIME_LOG_SINK 1: the runtime's own diagnostics ("Insufficient driver: ...") into our log.
+void runtime_log(const char* component, int level, const char* format, va_list args) {
+  char text[1024];
+  va_list copy;
+  va_copy(copy, args);
+  std::vsnprintf(text, sizeof text, format ? format : "", copy);
+  va_end(copy);
+  try {
+    log::get()->debug("NVIDIA runtime [{} {}]: {}", component ? component : "?", level, text);
+  } catch (...) {
+  }
+}
+
 // --- the tables ---
 
 // A CUuuid from its 16 bytes as NVIDIA's tools print them.
@@ -251,16 +265,23 @@ const std::vector<TableDef>& table_defs() {
        3,
        true,
        {{1, fn(&integrity_check)}}},
+      {"RUNTIME_LOG_SINK",
+       uuid({0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c,
+             0x0d, 0xd9}),
+       3,
+       true,
+       {{1, fn(&runtime_log)}}},
+      // Sizes as NVIDIA's driver 580 answers (tests/nvcc/export_table_probe.c on an H100).
       {"TOOLS_TLS",
        uuid({0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a,
              0xec, 0xdc}),
-       4,
+       3,
        true,
        {}},
       {"CONTEXT_CHECKS",
        uuid({0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d,
              0xfa, 0x7e}),
-       4,
+       15,
        true,
        {{2, fn(&context_check)}, {3, fn(&wrapped_context_mode)}}},
   };
@@ -357,11 +378,9 @@ CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* pExportTable
     *ppExportTable = table;
     return CUDA_SUCCESS;
   }
-  // Tables NVIDIA's runtime asks for but copes without (docs/export-tables.md): its log sink
-  // (f8cff951...) and the tools context of cuBLAS/cuFFT (21318c60...). Quietly refused.
-  constexpr CUuuid kOptional[] = {core::uuid({0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9,
-                                              0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9}),
-                                  core::uuid({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c,
+  // Tables NVIDIA's runtimes ask for but cope without (docs/export-tables.md): the tools
+  // context of cuBLAS/cuFFT (21318c60...). Quietly refused.
+  constexpr CUuuid kOptional[] = {core::uuid({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c,
                                               0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2})};
   for (const CUuuid& optional : kOptional) {
     if (std::memcmp(optional.bytes, pExportTableId->bytes, sizeof optional.bytes) == 0) {

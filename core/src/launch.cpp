@@ -1,10 +1,10 @@
 // Kernel launches and occupancy (issue #3): validation against the device's limits,
 // argument packing per backend::Function::params(), submission in stream order.
-#include <atomic>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -30,7 +30,9 @@ struct Limits {
 };
 
 Limits read_limits(int dev) {
-  auto a = [dev](CUdevice_attribute attr, int fallback) { return device_attribute_or(dev, attr, fallback); };
+  auto a = [dev](CUdevice_attribute attr, int fallback) {
+    return device_attribute_or(dev, attr, fallback);
+  };
   Limits l{};
   l.block[0] = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024);
   l.block[1] = a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024);
@@ -40,7 +42,8 @@ Limits read_limits(int dev) {
   l.grid[2] = a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535);
   l.threads_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
   l.shared_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024);
-  l.shared_optin = std::max(l.shared_per_block, a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
+  l.shared_optin =
+      std::max(l.shared_per_block, a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
   l.regs_per_block = a(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536);
   l.sm_count = std::max(1, a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1));
   l.threads_per_sm = a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048);
@@ -85,10 +88,12 @@ struct KernelLimits {
 // Function::launch_* (core.hpp): the same values fattr() and params() give, read once.
 KernelLimits kernel_limits(Function& f) {
   if (f.launch_ready.load(std::memory_order_acquire)) {
-    return {f.launch_max_threads.load(std::memory_order_relaxed), f.launch_regs.load(std::memory_order_relaxed),
+    return {f.launch_max_threads.load(std::memory_order_relaxed),
+            f.launch_regs.load(std::memory_order_relaxed),
             f.launch_args_bytes.load(std::memory_order_relaxed)};
   }
-  KernelLimits k{fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK), fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS), 0};
+  KernelLimits k{fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+                 fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS), 0};
   for (const auto& p : f.impl->params()) k.args_bytes = std::max(k.args_bytes, p.offset + p.size);
   // Threads racing here store the same values.
   f.launch_max_threads.store(k.max_threads, std::memory_order_relaxed);
@@ -100,17 +105,22 @@ KernelLimits kernel_limits(Function& f) {
 
 // Blocks of `block_size` threads with `dyn_shared` bytes that fit on one multiprocessor
 // (the occupancy calculator's model: threads, blocks, registers, shared memory).
-int blocks_per_sm(const Function& f, const Limits& l, long long block_size, std::size_t dyn_shared) {
+int blocks_per_sm(const Function& f, const Limits& l, long long block_size,
+                  std::size_t dyn_shared) {
   if (block_size <= 0 || block_size > fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)) return 0;
   const long long warps = (block_size + 31) / 32;
   long long n = std::min<long long>(l.blocks_per_sm, l.threads_per_sm / (warps * 32));
   if (const int regs = fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS); regs > 0) {
-    const long long per_warp = (regs * 32LL + 255) / 256 * 256;  // allocated per warp in units of 256
+    const long long per_warp =
+        (regs * 32LL + 255) / 256 * 256;  // allocated per warp in units of 256
     n = std::min(n, l.regs_per_sm / (per_warp * warps));
   }
-  const long long shared = fattr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) + static_cast<long long>(dyn_shared);
+  const long long shared =
+      fattr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) + static_cast<long long>(dyn_shared);
   if (shared > 0) {
-    if (dyn_shared > static_cast<std::size_t>(fattr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))) return 0;
+    if (dyn_shared >
+        static_cast<std::size_t>(fattr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
+      return 0;
     n = std::min(n, l.shared_per_sm / (shared + l.reserved_shared));
   }
   return static_cast<int>(std::max(0LL, n));
@@ -137,13 +147,15 @@ CUresult launch(const LaunchRequest& q) {
   Function* f = nullptr;
   if (CUresult r = function_for_launch(q.f, s->ctx, f)) return r;
   if (f->module->ctx != s->ctx)
-    return reject(CUDA_ERROR_INVALID_HANDLE, fn, "function and stream belong to different contexts");
+    return reject(CUDA_ERROR_INVALID_HANDLE, fn,
+                  "function and stream belong to different contexts");
   if (CUresult r = sticky_error(*s->ctx)) return r;
 
   const Limits& l = limits_of(s->ctx->device);
   unsigned long long threads = 1;
   for (int i = 0; i < 3; ++i) {
-    if (q.grid[i] == 0 || q.block[i] == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero grid or block dimension");
+    if (q.grid[i] == 0 || q.block[i] == 0)
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero grid or block dimension");
     if (q.block[i] > static_cast<unsigned>(l.block[i]))
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "block dimension above the device's maximum");
     if (q.grid[i] > static_cast<unsigned>(l.grid[i]))
@@ -154,15 +166,18 @@ CUresult launch(const LaunchRequest& q) {
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "more threads per block than the device allows");
   const KernelLimits k = kernel_limits(*f);
   if (threads > static_cast<unsigned>(k.max_threads))
-    return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn, "more threads per block than the kernel allows");
+    return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn,
+                  "more threads per block than the kernel allows");
   if (const int regs = k.regs;
       regs > 0 && threads * static_cast<unsigned>(regs) > static_cast<unsigned>(l.regs_per_block))
     return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn, "too many registers for this block size");
   // Read on each launch: cuFuncSetAttribute / cuKernelSetAttribute may change it. Without
   // dynamic shared memory no limit can be exceeded, so the common launch skips the query.
-  if (q.shared > 0 && q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
+  if (q.shared > 0 &&
+      q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
-                  "dynamic shared memory above the kernel's limit (raise it with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+                  "dynamic shared memory above the kernel's limit (raise it with "
+                  "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 
   // Thread block clusters: each cluster dimension must divide the grid's; zero divides
   // nothing. NVIDIA's driver (580, H200) answers both with CUDA_ERROR_INVALID_CLUSTER_SIZE.
@@ -188,10 +203,12 @@ CUresult launch(const LaunchRequest& q) {
     if (!device_attribute_or(s->ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0))
       return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "the device has no cooperative launches");
     const unsigned long long blocks = 1ULL * q.grid[0] * q.grid[1] * q.grid[2];
-    const unsigned long long fit =
-        1ULL * blocks_per_sm(*f, l, static_cast<long long>(threads), q.shared) * static_cast<unsigned>(l.sm_count);
+    const unsigned long long fit = 1ULL *
+                                   blocks_per_sm(*f, l, static_cast<long long>(threads), q.shared) *
+                                   static_cast<unsigned>(l.sm_count);
     if (blocks > fit)
-      return reject(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, fn, "grid larger than the blocks that can be co-resident");
+      return reject(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, fn,
+                    "grid larger than the blocks that can be co-resident");
   }
 
   // Arguments are copied here: the caller may reuse its storage once we return.
@@ -204,10 +221,12 @@ CUresult launch(const LaunchRequest& q) {
     large.resize(total);
     buf = large.data();
   }
-  if (q.params && q.extra) return reject(CUDA_ERROR_INVALID_VALUE, fn, "both kernelParams and extra given");
+  if (q.params && q.extra)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "both kernelParams and extra given");
   if (q.params) {
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (!q.params[i]) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null kernel parameter pointer");
+      if (!q.params[i])
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "null kernel parameter pointer");
       std::memcpy(buf + params[i].offset, q.params[i], params[i].size);
     }
   } else if (q.extra) {
@@ -223,12 +242,17 @@ CUresult launch(const LaunchRequest& q) {
       }
     }
     if (total > 0 || pointer || size) {
-      if (!pointer || !size) return reject(CUDA_ERROR_INVALID_VALUE, fn, "extra needs both BUFFER_POINTER and BUFFER_SIZE");
-      if (*size < total) return reject(CUDA_ERROR_INVALID_VALUE, fn, "argument buffer smaller than the kernel's parameters");
+      if (!pointer || !size)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                      "extra needs both BUFFER_POINTER and BUFFER_SIZE");
+      if (*size < total)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                      "argument buffer smaller than the kernel's parameters");
       std::memcpy(buf, pointer, total);
     }
   } else if (!params.empty()) {
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the kernel takes parameters but neither kernelParams nor extra was given");
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "the kernel takes parameters but neither kernelParams nor extra was given");
   }
 
   backend::LaunchDesc desc;
@@ -243,26 +267,32 @@ CUresult launch(const LaunchRequest& q) {
   desc.cooperative = q.cooperative;
   for (int i = 0; i < 3; ++i) desc.cluster[i] = q.cluster[i];
   Core& core = Core::get();
-  // A sticky error reported by the launch itself (an injected fault, issue 6) sticks as it would later.
-  const CUresult r =
-      note_sticky(*s->ctx, core.map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn));
+  // A sticky error reported by the launch itself (an injected fault, issue 6) sticks as it would
+  // later.
+  const CUresult r = note_sticky(
+      *s->ctx, core.map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn));
   if (r != CUDA_SUCCESS || !core.launch_blocking()) return r;
   // issue 8: CUDA_LAUNCH_BLOCKING=1: the launch waits for its kernel, so the kernel's own errors
   // (assert, illegal address) surface here, and stick to the context as they would later.
   return note_sticky(*s->ctx, core.map(s->queue->synchronize(), fn));
 }
 
-CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra, bool per_thread) {
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra,
+                   bool per_thread) {
   const char* fn = "cuLaunchKernelEx";
   if (!config) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null config");
-  if (config->numAttrs > 0 && !config->attrs) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null attribute array");
+  if (config->numAttrs > 0 && !config->attrs)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "null attribute array");
   bool cooperative = false;
   unsigned cluster[3] = {1, 1, 1};
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& a = config->attrs[i];
     switch (a.id) {
-      case CU_LAUNCH_ATTRIBUTE_IGNORE: break;
-      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: cooperative = a.value.cooperative != 0; break;
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        cooperative = a.value.cooperative != 0;
+        break;
       // Scheduling and cache hints: honoured by running the kernel (they change no result).
       case CU_LAUNCH_ATTRIBUTE_PRIORITY:
       case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
@@ -280,14 +310,22 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
       default:
         if (static_cast<unsigned>(a.id) >= CU_LAUNCH_ATTRIBUTE_MAX)
           return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown launch attribute");
-        Core::get().log().warn("{}: launch attribute {} is not supported: returning CUDA_ERROR_NOT_SUPPORTED", fn,
-                               static_cast<int>(a.id));
+        Core::get().log().warn(
+            "{}: launch attribute {} is not supported: returning CUDA_ERROR_NOT_SUPPORTED", fn,
+            static_cast<int>(a.id));
         return CUDA_ERROR_NOT_SUPPORTED;
     }
   }
-  return launch({fn, f, {config->gridDimX, config->gridDimY, config->gridDimZ},
-                 {config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
-                 config->hStream, kernelParams, extra, per_thread, cooperative,
+  return launch({fn,
+                 f,
+                 {config->gridDimX, config->gridDimY, config->gridDimZ},
+                 {config->blockDimX, config->blockDimY, config->blockDimZ},
+                 config->sharedMemBytes,
+                 config->hStream,
+                 kernelParams,
+                 extra,
+                 per_thread,
+                 cooperative,
                  {cluster[0], cluster[1], cluster[2]}});
 }
 
@@ -298,7 +336,8 @@ CUresult function_arg(CUfunction h, Function*& f, const char* fn) {
   return sticky_error(*f->module->ctx);
 }
 
-CUresult max_active_blocks(int* numBlocks, CUfunction func, int blockSize, size_t dyn, unsigned flags, const char* fn) {
+CUresult max_active_blocks(int* numBlocks, CUfunction func, int blockSize, size_t dyn,
+                           unsigned flags, const char* fn) {
   if (!numBlocks) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (flags & ~static_cast<unsigned>(CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
@@ -309,8 +348,8 @@ CUresult max_active_blocks(int* numBlocks, CUfunction func, int blockSize, size_
   return CUDA_SUCCESS;
 }
 
-CUresult max_block_size(int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize b2d, size_t dyn,
-                        int limit, unsigned flags, const char* fn) {
+CUresult max_block_size(int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize b2d,
+                        size_t dyn, int limit, unsigned flags, const char* fn) {
   if (!minGridSize || !blockSize) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (flags & ~static_cast<unsigned>(CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid flags");
@@ -338,38 +377,130 @@ CUresult max_block_size(int* minGridSize, int* blockSize, CUfunction func, CUocc
   return CUDA_SUCCESS;
 }
 
+// Thread block clusters (issue 14: cuBLAS asks before it creates a handle). The calculator's
+// model: a cluster of `size` blocks needs `size` block slots on the multiprocessors of one GPU
+// processing cluster; resident clusters are the device's block slots divided by the cluster
+// size. Portable clusters have at most 8 blocks, 16 where the kernel allows non-portable sizes.
+CUresult cluster_query(CUfunction func, const CUlaunchConfig* config, Function*& f, int& blocks,
+                       int& max_size, unsigned& size, const char* fn) {
+  if (!config) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null launch configuration");
+  if (config->numAttrs > 0 && !config->attrs)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "attributes counted but the array is null");
+  if (CUresult r = function_arg(func, f, fn)) return r;
+  if (!Core::get().backend().launches_clusters()) {
+    Core::get().log().warn(
+        "{}: the '{}' backend runs no thread block clusters: returning "
+        "CUDA_ERROR_NOT_SUPPORTED",
+        fn, Core::get().backend().name());
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  size = 0;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      size = a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z;
+  }
+  const unsigned threads = config->blockDimX * config->blockDimY * config->blockDimZ;
+  if (threads == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "a block dimension is 0");
+  const Limits l = limits_of(f->module->ctx->device);
+  blocks = blocks_per_sm(*f, l, static_cast<int>(threads), config->sharedMemBytes) * l.sm_count;
+  max_size = fattr(*f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) > 0 ? 16 : 8;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 }  // namespace cudamux::core
 
 namespace cudamux::impl {
 using core::reject;
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                        unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** kernelParams,
-                        void** extra) {
-  return core::launch({"cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, extra, false, false});
+CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                      const CUlaunchConfig* config) {
+  const char* fn = "cuOccupancyMaxActiveClusters";
+  if (!numClusters) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  core::Function* f = nullptr;
+  int blocks = 0, max_size = 0;
+  unsigned size = 0;
+  if (CUresult r = core::cluster_query(func, config, f, blocks, max_size, size, fn)) return r;
+  if (size == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "no cluster dimension given");
+  *numClusters = size > static_cast<unsigned>(max_size) ? 0 : blocks / static_cast<int>(size);
+  return CUDA_SUCCESS;
 }
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                             unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** kernelParams,
-                             void** extra) {
-  return core::launch({"cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, extra, true, false});
+CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
+                                            const CUlaunchConfig* config) {
+  const char* fn = "cuOccupancyMaxPotentialClusterSize";
+  if (!clusterSize) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  core::Function* f = nullptr;
+  int blocks = 0, max_size = 0;
+  unsigned size = 0;
+  if (CUresult r = core::cluster_query(func, config, f, blocks, max_size, size, fn)) return r;
+  *clusterSize = blocks > 0 ? max_size : 0;
+  return CUDA_SUCCESS;
 }
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                                   unsigned int by, unsigned int bz, unsigned int shared, CUstream s,
-                                   void** kernelParams) {
-  return core::launch(
-      {"cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, nullptr, false, true});
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                        CUstream s, void** kernelParams, void** extra) {
+  return core::launch({"cuLaunchKernel",
+                       f,
+                       {gx, gy, gz},
+                       {bx, by, bz},
+                       shared,
+                       s,
+                       kernelParams,
+                       extra,
+                       false,
+                       false});
 }
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
-                                        CUstream s, void** kernelParams) {
-  return core::launch(
-      {"cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, kernelParams, nullptr, true, true});
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                             unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                             CUstream s, void** kernelParams, void** extra) {
+  return core::launch({"cuLaunchKernel",
+                       f,
+                       {gx, gy, gz},
+                       {bx, by, bz},
+                       shared,
+                       s,
+                       kernelParams,
+                       extra,
+                       true,
+                       false});
 }
-CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz,
+                                   unsigned int shared, CUstream s, void** kernelParams) {
+  return core::launch({"cuLaunchCooperativeKernel",
+                       f,
+                       {gx, gy, gz},
+                       {bx, by, bz},
+                       shared,
+                       s,
+                       kernelParams,
+                       nullptr,
+                       false,
+                       true});
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                        unsigned int gz, unsigned int bx, unsigned int by,
+                                        unsigned int bz, unsigned int shared, CUstream s,
+                                        void** kernelParams) {
+  return core::launch({"cuLaunchCooperativeKernel",
+                       f,
+                       {gx, gy, gz},
+                       {bx, by, bz},
+                       shared,
+                       s,
+                       kernelParams,
+                       nullptr,
+                       true,
+                       true});
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra) {
   return core::launch_ex(config, f, kernelParams, extra, false);
 }
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                               void** extra) {
   return core::launch_ex(config, f, kernelParams, extra, true);
 }
 
@@ -378,30 +509,36 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction 
   return core::max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize, 0,
                                  "cuOccupancyMaxActiveBlocksPerMultiprocessor");
 }
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, CUfunction func, int blockSize,
-                                                              size_t dynamicSMemSize, unsigned int flags) {
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, CUfunction func,
+                                                              int blockSize, size_t dynamicSMemSize,
+                                                              unsigned int flags) {
   return core::max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize, flags,
                                  "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
 }
 CUresult cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSize, CUfunction func,
-                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
-                                          int blockSizeLimit) {
-  return core::max_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
-                              blockSizeLimit, 0, "cuOccupancyMaxPotentialBlockSize");
+                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                          size_t dynamicSMemSize, int blockSizeLimit) {
+  return core::max_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                              dynamicSMemSize, blockSizeLimit, 0,
+                              "cuOccupancyMaxPotentialBlockSize");
 }
-CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* minGridSize, int* blockSize, CUfunction func,
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* minGridSize, int* blockSize,
+                                                   CUfunction func,
                                                    CUoccupancyB2DSize blockSizeToDynamicSMemSize,
-                                                   size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
-  return core::max_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
-                              blockSizeLimit, flags, "cuOccupancyMaxPotentialBlockSizeWithFlags");
+                                                   size_t dynamicSMemSize, int blockSizeLimit,
+                                                   unsigned int flags) {
+  return core::max_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                              dynamicSMemSize, blockSizeLimit, flags,
+                              "cuOccupancyMaxPotentialBlockSizeWithFlags");
 }
-CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunction func, int numBlocks,
-                                                 int blockSize) {
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunction func,
+                                                 int numBlocks, int blockSize) {
   const char* fn = "cuOccupancyAvailableDynamicSMemPerBlock";
   if (!dynamicSmemSize) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   core::Function* f = nullptr;
   if (CUresult r = core::function_arg(func, f, fn)) return r;
-  if (numBlocks <= 0 || blockSize <= 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "non-positive block count or size");
+  if (numBlocks <= 0 || blockSize <= 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "non-positive block count or size");
   const core::Limits l = core::limits_of(f->module->ctx->device);
   // No blocks of this size fit at all: nothing is available.
   if (core::blocks_per_sm(*f, l, blockSize, 0) < numBlocks) {

@@ -56,13 +56,15 @@ CUresult create_stream(CUstream* phStream, unsigned flags, int priority, const c
 CUresult stream_query(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  return core::note_sticky(*s->ctx, Core::get().map(s->queue->query(), "cuStreamQuery"));  // issue #3
+  return core::note_sticky(*s->ctx,
+                           Core::get().map(s->queue->query(), "cuStreamQuery"));  // issue #3
 }
 
 CUresult stream_synchronize(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  return core::note_sticky(*s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
+  return core::note_sticky(
+      *s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
 }
 
 CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_thread) {
@@ -87,13 +89,15 @@ void run_stream_callback(void* p) {
   cb->fn(cb->stream, CUDA_SUCCESS, cb->user);
 }
 
-CUresult add_callback(CUstream h, CUstreamCallback callback, void* userData, unsigned flags, bool per_thread) {
+CUresult add_callback(CUstream h, CUstreamCallback callback, void* userData, unsigned flags,
+                      bool per_thread) {
   if (!callback) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamAddCallback", "null callback");
   if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamAddCallback", "flags must be 0");
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
   auto cb = std::make_unique<StreamCallback>(StreamCallback{callback, h, userData});
-  const auto st = core::submit(*s, [&](backend::Queue& q) { return q.host_function(&run_stream_callback, cb.get()); });
+  const auto st = core::submit(
+      *s, [&](backend::Queue& q) { return q.host_function(&run_stream_callback, cb.get()); });
   if (st.ok()) cb.release();  // the trampoline owns it now
   return Core::get().map(st, "cuStreamAddCallback");
 }
@@ -102,8 +106,9 @@ CUresult launch_host_func(CUstream h, CUhostFn fn, void* userData, bool per_thre
   if (!fn) return reject(CUDA_ERROR_INVALID_VALUE, "cuLaunchHostFunc", "null function");
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  return Core::get().map(core::submit(*s, [&](backend::Queue& q) { return q.host_function(fn, userData); }),
-                         "cuLaunchHostFunc");
+  return Core::get().map(
+      core::submit(*s, [&](backend::Queue& q) { return q.host_function(fn, userData); }),
+      "cuLaunchHostFunc");
 }
 
 template <class F>
@@ -123,7 +128,8 @@ CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool per_threa
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
   if (s->ctx != e->ctx)
-    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord", "event and stream belong to different contexts");
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord",
+                  "event and stream belong to different contexts");
   const auto st = core::submit(*s, [&](backend::Queue& q) { return q.record(*e->impl); });
   if (st.ok()) e->recorded.store(true, std::memory_order_release);
   return Core::get().map(st, "cuEventRecord");
@@ -142,7 +148,8 @@ CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int 
 
 CUresult cuStreamDestroy_v2(CUstream hStream) {
   if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD)
-    return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy", "default streams cannot be destroyed");
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy",
+                  "default streams cannot be destroyed");
   Core& core = Core::get();
   Stream* s = core::stream_of(hStream);
   if (!s || s->kind != core::StreamKind::user)
@@ -173,23 +180,31 @@ CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
 CUresult cuStreamQuery_ptsz(CUstream h) { return stream_query(h, true); }
 CUresult cuStreamSynchronize(CUstream h) { return stream_synchronize(h, false); }
 CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_synchronize(h, true); }
-CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) { return stream_wait_event(h, e, flags, false); }
-CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags) { return stream_wait_event(h, e, flags, true); }
+CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) {
+  return stream_wait_event(h, e, flags, false);
+}
+CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags) {
+  return stream_wait_event(h, e, flags, true);
+}
 CUresult cuStreamAddCallback(CUstream h, CUstreamCallback cb, void* user, unsigned int flags) {
   return add_callback(h, cb, user, flags, false);
 }
 CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void* user, unsigned int flags) {
   return add_callback(h, cb, user, flags, true);
 }
-CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* user) { return launch_host_func(h, fn, user, false); }
-CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void* user) { return launch_host_func(h, fn, user, true); }
+CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* user) {
+  return launch_host_func(h, fn, user, false);
+}
+CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void* user) {
+  return launch_host_func(h, fn, user, true);
+}
 
-#define CUDAMUX_STREAM_GETTER(NAME, TYPE, EXPR)                                              \
-  CUresult NAME(CUstream h, TYPE* out) {                                                     \
-    return stream_get(h, false, out, #NAME, [&](const Stream& s) { *out = (EXPR); });       \
-  }                                                                                          \
-  CUresult NAME##_ptsz(CUstream h, TYPE* out) {                                              \
-    return stream_get(h, true, out, #NAME, [&](const Stream& s) { *out = (EXPR); });        \
+#define CUDAMUX_STREAM_GETTER(NAME, TYPE, EXPR)                                       \
+  CUresult NAME(CUstream h, TYPE* out) {                                              \
+    return stream_get(h, false, out, #NAME, [&](const Stream& s) { *out = (EXPR); }); \
+  }                                                                                   \
+  CUresult NAME##_ptsz(CUstream h, TYPE* out) {                                       \
+    return stream_get(h, true, out, #NAME, [&](const Stream& s) { *out = (EXPR); });  \
   }
 CUDAMUX_STREAM_GETTER(cuStreamGetFlags, unsigned int, s.flags)
 CUDAMUX_STREAM_GETTER(cuStreamGetPriority, int, s.priority)
@@ -215,17 +230,20 @@ CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext* pCtx, CUgreenCtx* pGreenC
 
 CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   if (!phEvent) return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate", "null out-pointer");
-  constexpr unsigned kAll = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  constexpr unsigned kAll =
+      CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
   if (Flags & ~kAll) return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate", "invalid flags");
   if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
-    return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate", "interprocess events must disable timing");
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuEventCreate",
+                  "interprocess events must disable timing");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   Core& core = Core::get();
   auto e = std::make_unique<Event>();
   e->ctx = ctx;
   e->flags = Flags;
-  if (auto st = ctx->impl->create_event(Flags, e->impl); !st.ok()) return core.map(st, "cuEventCreate");
+  if (auto st = ctx->impl->create_event(Flags, e->impl); !st.ok())
+    return core.map(st, "cuEventCreate");
   Event* raw = e.release();
   const auto handle = core.events.insert(raw);
   if (!handle) {
@@ -239,7 +257,9 @@ CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
 
 CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, 0, false); }
 CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, 0, true); }
-CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) { return event_record(e, s, flags, false); }
+CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
+  return event_record(e, s, flags, false);
+}
 CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags) {
   return event_record(e, s, flags, true);
 }
@@ -259,13 +279,17 @@ CUresult cuEventSynchronize(CUevent hEvent) {
 }
 
 CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
-  if (!pMilliseconds) return reject(CUDA_ERROR_INVALID_VALUE, "cuEventElapsedTime", "null out-pointer");
+  if (!pMilliseconds)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuEventElapsedTime", "null out-pointer");
   Event* start = core::event_of(hStart);
   Event* end = core::event_of(hEnd);
-  if (!start || !end) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "invalid event");
+  if (!start || !end)
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "invalid event");
   if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
-    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "event created with timing disabled");
-  if (!start->recorded.load(std::memory_order_acquire) || !end->recorded.load(std::memory_order_acquire))
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime",
+                  "event created with timing disabled");
+  if (!start->recorded.load(std::memory_order_acquire) ||
+      !end->recorded.load(std::memory_order_acquire))
     return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime", "event never recorded");
   Core& core = Core::get();
   const auto not_ready = core.backend().errors().not_ready().native;
@@ -298,4 +322,51 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
 }
 CUresult cuEventDestroy(CUevent hEvent) { return impl::cuEventDestroy_v2(hEvent); }
 
+}  // namespace cudamux::impl
+
+// --- stream capture queries (issue 14: frameworks ask before every launch) ---
+// cudamux captures nothing yet (cuStreamBeginCapture is not supported), so every valid stream
+// answers CU_STREAM_CAPTURE_STATUS_NONE; the other outputs are, as CUDA documents, undefined
+// unless the capture is active, and are left untouched.
+namespace cudamux::impl {
+namespace {
+CUresult capture_status(CUstream h, CUstreamCaptureStatus* status, bool per_thread,
+                        const char* fn) {
+  if (!status) return core::reject(CUDA_ERROR_INVALID_VALUE, fn, "null status pointer");
+  core::Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus* status) {
+  return capture_status(h, status, false, "cuStreamIsCapturing");
+}
+CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus* status) {
+  return capture_status(h, status, true, "cuStreamIsCapturing");
+}
+CUresult cuStreamGetCaptureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*) {
+  return capture_status(h, status, false, "cuStreamGetCaptureInfo");
+}
+CUresult cuStreamGetCaptureInfo_ptsz(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*) {
+  return capture_status(h, status, true, "cuStreamGetCaptureInfo");
+}
+CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*, CUgraph*,
+                                   const CUgraphNode**, size_t*) {
+  return capture_status(h, status, false, "cuStreamGetCaptureInfo");
+}
+CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*,
+                                        CUgraph*, const CUgraphNode**, size_t*) {
+  return capture_status(h, status, true, "cuStreamGetCaptureInfo");
+}
+CUresult cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*, CUgraph*,
+                                   const CUgraphNode**, const CUgraphEdgeData**, size_t*) {
+  return capture_status(h, status, false, "cuStreamGetCaptureInfo");
+}
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*,
+                                        CUgraph*, const CUgraphNode**, const CUgraphEdgeData**,
+                                        size_t*) {
+  return capture_status(h, status, true, "cuStreamGetCaptureInfo");
+}
 }  // namespace cudamux::impl

@@ -458,12 +458,23 @@ TEST_F(Module, ThreadBlockClusters) {
   c = cluster_config(4, cluster, 0);
   EXPECT_CU(CUDA_ERROR_INVALID_CLUSTER_SIZE, cuLaunchKernelEx(&c, empty, nullptr, nullptr));
   c = cluster_config(4, cluster, 2);
+  // Issue 14: the occupancy of clusters (cuBLAS asks for it), refused alike where clusters are.
+  int clusters = -1, cluster_size = -1;
+  const CUresult occupancy = cuOccupancyMaxActiveClusters(&clusters, empty, &c);
+  const CUresult potential = cuOccupancyMaxPotentialClusterSize(&cluster_size, empty, &c);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveClusters(nullptr, empty, &c));
   const CUresult r = cuLaunchKernelEx(&c, empty, nullptr, nullptr);
   if (r == CUDA_ERROR_NOT_SUPPORTED) {
+    EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, occupancy);
+    EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, potential);
     EXPECT_OK(cuModuleUnload(m));
     GTEST_SKIP() << "the " << backend() << " backend has no thread block clusters";
   }
   ASSERT_OK(r);
+  ASSERT_OK(occupancy);
+  ASSERT_OK(potential);
+  EXPECT_GE(clusters, 1) << "clusters of 2 empty blocks fit";
+  EXPECT_GE(cluster_size, 8) << "portable clusters reach 8 blocks";
   ASSERT_OK(cuCtxSynchronize());
   EXPECT_OK(cuModuleUnload(m));
 

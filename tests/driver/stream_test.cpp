@@ -520,3 +520,40 @@ TEST_F(Stream, WaitingOnANeverRecordedEventIsANoOp) {
 
 }  // namespace
 }  // namespace conformance
+
+namespace conformance {
+namespace {
+
+// Issue 14: frameworks ask before every launch whether a stream is being captured. Nothing is
+// (cuStreamBeginCapture is not supported yet), so every valid stream answers NONE.
+TEST_F(Driver, NoStreamIsCapturing) {
+  CUstream user = nullptr;
+  ASSERT_OK(cuStreamCreate(&user, CU_STREAM_NON_BLOCKING));
+  for (CUstream s :
+       {static_cast<CUstream>(nullptr), CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, user}) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    EXPECT_OK(cuStreamIsCapturing(s, &status));
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+    status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    EXPECT_OK(cuStreamIsCapturing_ptsz(s, &status));
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+    cuuint64_t id = 0;
+    status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    EXPECT_OK(cuStreamGetCaptureInfo(s, &status, &id));
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+    EXPECT_OK(cuStreamGetCaptureInfo_ptsz(s, &status, &id));
+    EXPECT_OK(cuStreamGetCaptureInfo_v2(s, &status, nullptr, nullptr, nullptr, nullptr));
+    EXPECT_OK(cuStreamGetCaptureInfo_v2_ptsz(s, &status, nullptr, nullptr, nullptr, nullptr));
+    EXPECT_OK(cuStreamGetCaptureInfo_v3(s, &status, nullptr, nullptr, nullptr, nullptr, nullptr));
+    EXPECT_OK(
+        cuStreamGetCaptureInfo_v3_ptsz(s, &status, nullptr, nullptr, nullptr, nullptr, nullptr));
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  }
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamIsCapturing(user, nullptr));
+  ASSERT_OK(cuStreamDestroy(user));
+  CUstreamCaptureStatus status;
+  EXPECT_NE(cuStreamIsCapturing(user, &status), CUDA_SUCCESS) << "a destroyed stream";
+}
+
+}  // namespace
+}  // namespace conformance
