@@ -18,6 +18,7 @@
 // symbol is declared, so the generated rows can take each entry point's address.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include <algorithm>
 #include <cudamux/api_support.hpp>

@@ -496,3 +496,17 @@ CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
 }
 
 }  // namespace cudamux::impl
+
+// cudaProfiler.h (issue 14: NVIDIA's samples bracket their timed loops with these): they switch
+// collection on and off for an attached profiling tool. No tool attaches to cudamux, so there
+// is nothing to switch; like NVIDIA's driver they need a current context.
+namespace cudamux::impl {
+CUresult cuProfilerStart() {
+  core::Context* ctx = nullptr;
+  return core::current_context(ctx);
+}
+CUresult cuProfilerStop() {
+  core::Context* ctx = nullptr;
+  return core::current_context(ctx);
+}
+}  // namespace cudamux::impl

@@ -512,3 +512,22 @@ TEST_F(PrimaryContext, BadArguments) {
 
 }  // namespace
 }  // namespace conformance
+
+#include <cudaProfiler.h>
+
+namespace conformance {
+namespace {
+
+// Issue 14: NVIDIA's samples bracket their timed work with these. They need a current context.
+TEST_F(Driver, ProfilerStartAndStopNeedAContext) {
+  EXPECT_OK(cuProfilerStart());
+  EXPECT_OK(cuProfilerStop());
+  std::thread([] {
+    // oracle: NVIDIA's answer without a current context.
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuProfilerStart());
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuProfilerStop());
+  }).join();
+}
+
+}  // namespace
+}  // namespace conformance

@@ -458,3 +458,14 @@ cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChan
 }
 
 }  // namespace cudamux::rt::impl
+
+namespace cudamux::rt::impl {
+cudaError_t cudaProfilerStart() {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuProfilerStart());
+}
+cudaError_t cudaProfilerStop() {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuProfilerStop());
+}
+}  // namespace cudamux::rt::impl
