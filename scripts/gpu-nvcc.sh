@@ -37,6 +37,15 @@ both registered_shared 60 "$n/nvcc_registered_shared" run
 both registered_static 60 "$n/nvcc_registered_static" run
 both device_query_static 60 "$n/nvcc_device_query"
 both export_table_probe 60 "$n/export_table_probe"
+both limits_probe 60 "$n/limits_probe"
+say "-- context limits, NVIDIA vs cudamux:"
+diff "$logs/limits_probe.nvidia.log" "$logs/limits_probe.cudamux.log" | tee -a "$summary"
+for size in 64 256 1024 4096; do
+  both "cublas_gemm_$size" 120 "$n/cublas_gemm" "$size"
+  grep -h "max_error" "$logs/cublas_gemm_$size.nvidia.log" "$logs/cublas_gemm_$size.cudamux.log" |
+    tr '\n' ' ' | sed 's/^/   /' | tee -a "$summary"
+  echo | tee -a "$summary"
+done
 say "-- export tables, NVIDIA vs cudamux:"
 diff "$logs/export_table_probe.nvidia.log" "$logs/export_table_probe.cudamux.log" | tee -a "$summary"
 

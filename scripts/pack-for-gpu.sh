@@ -32,6 +32,9 @@ if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     bench/bench_registered_launch.cu
   gcc -O2 -Iapi/include -o "$pack/nvcc/export_table_probe" tests/nvcc/export_table_probe.c \
     -L"$build/lib" -lcuda
+  gcc -O2 -Iapi/include -o "$pack/nvcc/limits_probe" tests/nvcc/limits_probe.c -L"$build/lib" -lcuda
+  # cuBLAS stays a shared library (the GPU machine's toolkit has it): static, it is 100s of MiB.
+  "$nvcc" -O2 -o "$pack/nvcc/cublas_gemm" tests/nvcc/cublas_gemm.cu -lcublas
 fi
 # Stand-in libraries of tests/cuda_backend, for its tests to run there too.
 [[ -d $build/tests/cuda_backend/standins ]] && cp -a "$build/tests/cuda_backend/standins" "$pack/standins"

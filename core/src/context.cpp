@@ -33,6 +33,10 @@ void default_limits(Context& ctx) {
   ctx.limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
   ctx.limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
   ctx.limits[CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0;
+  // Not a CIG (green) context: no shared memory carved out for one, fallback on.
+  ctx.limits[CU_LIMIT_SHMEM_SIZE] = 0;
+  ctx.limits[CU_LIMIT_CIG_ENABLED] = 0;
+  ctx.limits[CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED] = 1;
 }
 
 constexpr int kLeastStreamPriority = 0;
@@ -355,22 +359,36 @@ CUresult cuCtxSynchronize_v2(CUcontext h) {
 
 CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
   if (!pvalue) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetLimit", "null out-pointer");
-  if (static_cast<unsigned>(limit) > CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
-    return reject(CUDA_ERROR_UNSUPPORTED_LIMIT, "cuCtxGetLimit", "limit not supported");
+  // NVIDIA's driver 580 answers INVALID_VALUE for limits past CU_LIMIT_MAX (oracle:
+  // tests/nvcc/limits_probe.c).
+  if (static_cast<unsigned>(limit) >= CU_LIMIT_MAX)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetLimit", "unknown limit");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
+  backend::Status st;
+  std::size_t value = 0;
+  if (ctx->impl->get_limit(limit, value, st)) {
+    if (CUresult r = Core::get().map(st, "cuCtxGetLimit")) return r;
+    *pvalue = value;
+    return CUDA_SUCCESS;
+  }
   std::lock_guard lock(ctx->state_mutex);
   *pvalue = ctx->limits[limit];
   return CUDA_SUCCESS;
 }
 
 CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
-  if (static_cast<unsigned>(limit) > CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
-    return reject(CUDA_ERROR_UNSUPPORTED_LIMIT, "cuCtxSetLimit", "limit not supported");
+  if (static_cast<unsigned>(limit) >= CU_LIMIT_MAX)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetLimit", "unknown limit");
+  // Green-context (CIG) limits describe the context; they are read, never set.
+  if (limit == CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_CIG_ENABLED)
+    return reject(CUDA_ERROR_NOT_PERMITTED, "cuCtxSetLimit", "this limit can only be queried");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetLimit", "L2 fetch granularity is 0..128");
+  backend::Status st;
+  if (ctx->impl->set_limit(limit, value, st)) return Core::get().map(st, "cuCtxSetLimit");
   std::lock_guard lock(ctx->state_mutex);
   ctx->limits[limit] = value;
   return CUDA_SUCCESS;

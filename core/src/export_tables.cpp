@@ -127,6 +127,52 @@ CUresult local_storage_get(void** value, CUcontext handle, void* key) {
   return CUDA_ERROR_INVALID_HANDLE;  // not stored: the runtime then creates its state
 }
 
+// TOOLS_TLS 1 / 2: set and get the calling thread's current context (the top of its context
+// stack), as cuCtxSetCurrent / cuCtxGetCurrent do; cuBLAS reads it on every GEMM and gives up
+// (CUBLAS_STATUS_NOT_SUPPORTED) when it fails. Learnt from NVIDIA's driver 580 on an H100
+// (docs/export-tables.md 2.3): not-initialised and deinitialised answers as the API's.
+CUresult tools_set_current_context(CUcontext ctx) { return impl::cuCtxSetCurrent(ctx); }
+CUresult tools_get_current_context(CUcontext* out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  return impl::cuCtxGetCurrent(out);
+}
+
+// TOOLS_CONTEXT 4: a context's unique id, as cuCtxGetId gives it (NVIDIA's driver 580: 1 for
+// the first primary context, then 2, 3, ... for created ones); 0 for no context; a null
+// out-pointer is CUDA_ERROR_UNKNOWN there. cuBLAS asks on every GEMM.
+CUresult tools_context_id(CUcontext ctx, unsigned long long* out) {
+  if (!out) return CUDA_ERROR_UNKNOWN;
+  *out = 0;
+  if (!ctx) return CUDA_SUCCESS;
+  return impl::cuCtxGetId(ctx, out);
+}
+
+// TOOLS_CONTEXT 51: the driver's object behind a stream argument, cuBLAS's key for per-stream
+// state. Learnt from NVIDIA's driver 580 (tests/nvcc probes): the null stream means the
+// legacy stream of `ctx`, or its per-thread stream when `per_thread` is set; the special
+// handles need `ctx` (without it: CUDA_ERROR_INVALID_HANDLE, even with a current context);
+// other handles ignore it; the out-pointer is written only on success. The object handed out
+// is the core's stream object: opaque to callers, distinct per stream, stable while it lives.
+CUresult tools_stream_object(CUcontext ctx, CUstream stream, void** out, bool per_thread) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (stream == reinterpret_cast<CUstream>(~std::uintptr_t{0})) return CUDA_ERROR_INVALID_HANDLE;
+  const bool special =
+      stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+  Stream* resolved = nullptr;
+  if (!special) {
+    if (const CUresult r = resolve_stream(stream, false, resolved)) return r;
+  } else {
+    if (!ctx) return CUDA_ERROR_INVALID_HANDLE;
+    if (const CUresult r = impl::cuCtxPushCurrent_v2(ctx)) return r;
+    const CUresult r = resolve_stream(stream, per_thread, resolved);
+    CUcontext popped = nullptr;
+    (void)impl::cuCtxPopCurrent_v2(&popped);
+    if (r) return r;
+  }
+  *out = resolved;
+  return CUDA_SUCCESS;
+}
+
 // CONTEXT_CHECKS 2: whether a context wraps another (no API of cudamux makes such contexts).
 CUresult context_check(CUcontext, std::uint32_t* is_wrapped, CUcontext* inner) {
   if (is_wrapped) *is_wrapped = 0;
@@ -277,7 +323,15 @@ const std::vector<TableDef>& table_defs() {
              0xec, 0xdc}),
        3,
        true,
-       {}},
+       {{1, fn(&tools_set_current_context)}, {2, fn(&tools_get_current_context)}}},
+      // cuBLAS (13.0) fetches it on every GEMM and refuses the call without it. 93 words in
+      // NVIDIA's driver 580; the entries it calls are implemented as they are learnt.
+      {"TOOLS_CONTEXT",
+       uuid({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24,
+             0xc8, 0xf2}),
+       93,
+       true,
+       {{4, fn(&tools_context_id)}, {51, fn(&tools_stream_object)}}},
       {"CONTEXT_CHECKS",
        uuid({0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d,
              0xfa, 0x7e}),
@@ -288,41 +342,64 @@ const std::vector<TableDef>& table_defs() {
   return defs;
 }
 
-// An entry cudamux does not implement: logs once which one was called and answers
-// CUDA_ERROR_NOT_SUPPORTED. Callers pass their own arguments, which the x86-64 calling
-// convention lets a function without parameters ignore.
-template <std::size_t Slot>
-CUresult unimplemented_entry() {
+// An entry cudamux does not implement: logs once which one was called, with the first four
+// argument registers (what a caller passes is the first thing to learn about an entry), and
+// answers CUDA_ERROR_NOT_SUPPORTED. The x86-64 calling convention lets this read registers a
+// caller did not set (their values are then meaningless) and lets callers pass more.
+const char* table_name(std::size_t table) noexcept;
+
+template <std::size_t Table, std::size_t Slot>
+CUresult unimplemented_entry(std::uintptr_t a0, std::uintptr_t a1, std::uintptr_t a2,
+                             std::uintptr_t a3) {
   static std::atomic<bool> logged{false};
   if (!logged.exchange(true)) {
     try {
       log::get()->warn(
-          "cuGetExportTable: an entry {} of a private table is not implemented in "
-          "cudamux (see docs/export-tables.md); returning CUDA_ERROR_NOT_SUPPORTED",
-          Slot);
+          "cuGetExportTable: entry {} of private table {} is not implemented in cudamux (see "
+          "docs/export-tables.md); returning CUDA_ERROR_NOT_SUPPORTED (argument registers "
+          "{:#x} {:#x} {:#x} {:#x})",
+          Slot, table_name(Table), a0, a1, a2, a3);
     } catch (...) {
     }
   }
   return CUDA_ERROR_NOT_SUPPORTED;
 }
-template <std::size_t... Slot>
+template <std::size_t Table, std::size_t... Slot>
 std::array<const void*, sizeof...(Slot)> unimplemented_entries(std::index_sequence<Slot...>) {
-  return {fn(&unimplemented_entry<Slot>)...};
+  return {fn(&unimplemented_entry<Table, Slot>)...};
 }
-constexpr std::size_t kMaxWords = 32;
+constexpr std::size_t kMaxWords = 96;  // TOOLS_CONTEXT has 93
 
 struct Served {
   const TableDef* def;
   std::vector<const void*> words;
 };
 
+// One set of unimplemented entries per table, so each names its own table.
+constexpr std::size_t kMaxTables = 10;
+template <std::size_t... Table>
+std::array<std::array<const void*, kMaxWords>, sizeof...(Table)> all_unimplemented(
+    std::index_sequence<Table...>) {
+  return {unimplemented_entries<Table>(std::make_index_sequence<kMaxWords>{})...};
+}
+
+const char* table_name(std::size_t table) noexcept {
+  try {
+    const auto& defs = table_defs();
+    return table < defs.size() ? defs[table].name : "?";
+  } catch (...) {
+    return "?";
+  }
+}
+
 const std::vector<Served>& served() {
   static const auto& tables = *new std::vector<Served>([] {
-    const auto unimplemented = unimplemented_entries(std::make_index_sequence<kMaxWords>{});
+    const auto unimplemented = all_unimplemented(std::make_index_sequence<kMaxTables>{});
     std::vector<Served> out;
-    for (const TableDef& def : table_defs()) {
+    for (std::size_t index = 0; index < table_defs().size() && index < kMaxTables; ++index) {
+      const TableDef& def = table_defs()[index];
       Served t{&def, std::vector<const void*>(def.words)};
-      for (std::size_t i = 0; i < def.words; ++i) t.words[i] = unimplemented[i];
+      for (std::size_t i = 0; i < def.words; ++i) t.words[i] = unimplemented[index][i];
       if (def.size_first) t.words[0] = reinterpret_cast<const void*>(def.words * sizeof(void*));
       for (const Entry& e : def.entries) t.words[e.slot] = e.fn;
       out.push_back(std::move(t));
@@ -377,16 +454,6 @@ CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* pExportTable
   if (const void* table = core::export_table(*pExportTableId)) {
     *ppExportTable = table;
     return CUDA_SUCCESS;
-  }
-  // Tables NVIDIA's runtimes ask for but cope without (docs/export-tables.md): the tools
-  // context of cuBLAS/cuFFT (21318c60...). Quietly refused.
-  constexpr CUuuid kOptional[] = {core::uuid({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c,
-                                              0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2})};
-  for (const CUuuid& optional : kOptional) {
-    if (std::memcmp(optional.bytes, pExportTableId->bytes, sizeof optional.bytes) == 0) {
-      *ppExportTable = nullptr;
-      return CUDA_ERROR_NOT_SUPPORTED;
-    }
   }
   // Unknown tables: logged once per UUID, so the next one a client needs is easy to find.
   static std::mutex mutex;

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core.hpp"
@@ -124,6 +125,20 @@ int blocks_per_sm(const Function& f, const Limits& l, long long block_size,
     n = std::min(n, l.shared_per_sm / (shared + l.reserved_shared));
   }
   return static_cast<int>(std::max(0LL, n));
+}
+
+// blocks_per_sm as the device's own calculator answers it where the backend has one.
+int device_blocks_per_sm(const Function& f, const Limits& l, int block_size,
+                         std::size_t dyn_shared, unsigned flags) {
+  backend::OccupancyQuery q;
+  q.kind = backend::OccupancyKind::active_blocks;
+  q.block_size = block_size;
+  q.dyn_shared = dyn_shared;
+  q.flags = flags;
+  std::size_t value = 0;
+  backend::Status st;
+  if (f.impl->occupancy(q, value, st)) return st.ok() ? static_cast<int>(value) : 0;
+  return blocks_per_sm(f, l, block_size, dyn_shared);
 }
 
 struct LaunchRequest {
@@ -344,6 +359,18 @@ CUresult max_active_blocks(int* numBlocks, CUfunction func, int blockSize, size_
   Function* f = nullptr;
   if (CUresult r = function_arg(func, f, fn)) return r;
   if (blockSize <= 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "block size must be positive");
+  backend::OccupancyQuery q;
+  q.kind = backend::OccupancyKind::active_blocks;
+  q.block_size = blockSize;
+  q.dyn_shared = dyn;
+  q.flags = flags;
+  std::size_t value = 0;
+  backend::Status st;
+  if (f->impl->occupancy(q, value, st)) {
+    if (CUresult r = Core::get().map(st, fn)) return r;
+    *numBlocks = static_cast<int>(value);
+    return CUDA_SUCCESS;
+  }
   *numBlocks = blocks_per_sm(*f, limits_of(f->module->ctx->device), blockSize, dyn);
   return CUDA_SUCCESS;
 }
@@ -365,7 +392,7 @@ CUresult max_block_size(int* minGridSize, int* blockSize, CUfunction func, CUocc
   long long best_threads = 0;
   for (int size = top; size > 0; size = (size % 32) ? size - size % 32 : size - 32) {
     const std::size_t shared = b2d ? b2d(size) : dyn;
-    const int blocks = blocks_per_sm(*f, l, size, shared);
+    const int blocks = device_blocks_per_sm(*f, l, size, shared, flags);
     if (1LL * blocks * size > best_threads) {
       best_threads = 1LL * blocks * size;
       best_size = size;
@@ -408,6 +435,24 @@ CUresult cluster_query(CUfunction func, const CUlaunchConfig* config, Function*&
   return CUDA_SUCCESS;
 }
 
+// The device's own answer to a cluster query where the backend has one (see
+// backend::Function::occupancy); nullopt when the core's model must answer.
+std::optional<CUresult> backend_cluster_occupancy(const Function& f, const CUlaunchConfig& config,
+                                                  backend::OccupancyKind kind, int& out,
+                                                  const char* fn) {
+  CUlaunchConfig without_stream = config;
+  without_stream.hStream = nullptr;  // a handle of ours, meaningless to the backend
+  backend::OccupancyQuery q;
+  q.kind = kind;
+  q.config = &without_stream;
+  std::size_t value = 0;
+  backend::Status st;
+  if (!f.impl->occupancy(q, value, st)) return std::nullopt;
+  if (CUresult r = Core::get().map(st, fn)) return r;
+  out = static_cast<int>(value);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 }  // namespace cudamux::core
 
@@ -422,6 +467,9 @@ CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
   int blocks = 0, max_size = 0;
   unsigned size = 0;
   if (CUresult r = core::cluster_query(func, config, f, blocks, max_size, size, fn)) return r;
+  if (std::optional<CUresult> r = core::backend_cluster_occupancy(
+          *f, *config, backend::OccupancyKind::active_clusters, *numClusters, fn))
+    return *r;
   if (size == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "no cluster dimension given");
   *numClusters = size > static_cast<unsigned>(max_size) ? 0 : blocks / static_cast<int>(size);
   return CUDA_SUCCESS;
@@ -434,6 +482,9 @@ CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
   int blocks = 0, max_size = 0;
   unsigned size = 0;
   if (CUresult r = core::cluster_query(func, config, f, blocks, max_size, size, fn)) return r;
+  if (std::optional<CUresult> r = core::backend_cluster_occupancy(
+          *f, *config, backend::OccupancyKind::potential_cluster_size, *clusterSize, fn))
+    return *r;
   *clusterSize = blocks > 0 ? max_size : 0;
   return CUDA_SUCCESS;
 }
@@ -539,6 +590,17 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunc
   if (CUresult r = core::function_arg(func, f, fn)) return r;
   if (numBlocks <= 0 || blockSize <= 0)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "non-positive block count or size");
+  cudamux::backend::OccupancyQuery q;
+  q.kind = cudamux::backend::OccupancyKind::available_dynamic_shared;
+  q.block_size = blockSize;
+  q.num_blocks = numBlocks;
+  std::size_t value = 0;
+  cudamux::backend::Status st;
+  if (f->impl->occupancy(q, value, st)) {
+    if (CUresult r = core::Core::get().map(st, fn)) return r;
+    *dynamicSmemSize = value;
+    return CUDA_SUCCESS;
+  }
   const core::Limits l = core::limits_of(f->module->ctx->device);
   // No blocks of this size fit at all: nothing is available.
   if (core::blocks_per_sm(*f, l, blockSize, 0) < numBlocks) {

@@ -752,6 +752,81 @@ TEST_F(CudaBackend, LaunchesPassThePackedArgumentsAsKernelParams) {
                                     "params\n"));
 }
 
+// Occupancy and context limits are NVIDIA's own answers (cuBLAS picks its kernels by the
+// cluster occupancy; the device heap and stack are sized by the limits), not the core's model.
+TEST_F(CudaBackend, OccupancyAndLimitsAreNvidias) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  std::unique_ptr<be::Module> m;
+  ASSERT_TRUE(c->load_module(be::native_image(kFakeImage), m).ok());
+  be::Function* f = m->function("saxpy");
+  ASSERT_NE(f, nullptr);
+  fake_log();
+
+  be::OccupancyQuery q;
+  q.kind = be::OccupancyKind::active_blocks;
+  q.block_size = 256;
+  q.dyn_shared = 4096;
+  q.flags = CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE;
+  std::size_t value = 0;
+  be::Status st;
+  ASSERT_TRUE(f->occupancy(q, value, st));
+  EXPECT_TRUE(st.ok());
+  EXPECT_EQ(value, 7u);
+  EXPECT_THAT(fake_log(),
+              HasSubstr("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags saxpy 256 4096 1\n"));
+  q.block_size = 2048;  // NVIDIA's refusal passes through
+  ASSERT_TRUE(f->occupancy(q, value, st));
+  EXPECT_EQ(st.native, CUDA_ERROR_INVALID_VALUE);
+
+  q.kind = be::OccupancyKind::available_dynamic_shared;
+  q.block_size = 128;
+  q.num_blocks = 3;
+  ASSERT_TRUE(f->occupancy(q, value, st));
+  EXPECT_EQ(value, 12345u);
+  EXPECT_THAT(fake_log(), HasSubstr("cuOccupancyAvailableDynamicSMemPerBlock 3 128\n"));
+
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = 2;
+  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = 8;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 384;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = 200 * 1024;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  q = {};
+  q.kind = be::OccupancyKind::active_clusters;
+  q.config = &config;
+  ASSERT_TRUE(f->occupancy(q, value, st));
+  EXPECT_EQ(value, 11u);
+  q.kind = be::OccupancyKind::potential_cluster_size;
+  ASSERT_TRUE(f->occupancy(q, value, st));
+  EXPECT_EQ(value, 16u);
+  const std::string log = fake_log();
+  EXPECT_THAT(log, HasSubstr("cuOccupancyMaxActiveClusters block 384 shared 204800 cluster 2 no "
+                             "stream\n"));
+  EXPECT_THAT(log, HasSubstr("cuOccupancyMaxPotentialClusterSize block 384 shared 204800 cluster "
+                             "2 no stream\n"));
+
+  std::size_t limit = 0;
+  ASSERT_TRUE(c->get_limit(CU_LIMIT_MALLOC_HEAP_SIZE, limit, st));
+  EXPECT_TRUE(st.ok());
+  EXPECT_EQ(limit, 1002u);  // the fake driver's default, so NVIDIA's record is the one read
+  ASSERT_TRUE(c->set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, 64u << 20, st));
+  EXPECT_TRUE(st.ok());
+  ASSERT_TRUE(c->get_limit(CU_LIMIT_MALLOC_HEAP_SIZE, limit, st));
+  EXPECT_EQ(limit, 64u << 20);
+  ASSERT_TRUE(c->set_limit(CU_LIMIT_STACK_SIZE, 1u << 30, st));
+  EXPECT_EQ(st.native, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_THAT(fake_log(), HasSubstr("cuCtxSetLimit 2 67108864\n"));
+}
+
 // Thread block clusters go to NVIDIA's cuLaunchKernelEx with the cluster attribute (and the
 // cooperative one when asked); launches without a cluster keep cuLaunchKernel.
 TEST_F(CudaBackend, ClusterLaunchesUseCuLaunchKernelEx) {

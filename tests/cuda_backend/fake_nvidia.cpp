@@ -34,6 +34,7 @@ struct FakeContext {
   int device = 0;
   unsigned flags = 0;
   bool primary = false;
+  std::map<int, std::size_t> limits;  // cuCtxSetLimit's record
 };
 struct FakeEvent {
   unsigned flags = 0;
@@ -878,4 +879,66 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsign
                                                unsigned shared, CUstream, void** params) {
   FAKE_COUNT();
   return launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, params, nullptr);
+}
+
+// Occupancy: fixed, recognisable answers, so a test sees that NVIDIA's calculator answered
+// and not the core's model; the arguments are logged.
+FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, CUfunction f,
+                                                                         int block,
+                                                                         std::size_t dyn,
+                                                                         unsigned flags) {
+  FAKE_COUNT();
+  log("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags " +
+      reinterpret_cast<FakeFunction*>(f)->name + " " + std::to_string(block) + " " +
+      std::to_string(dyn) + " " + std::to_string(flags));
+  if (block > 1024) return CUDA_ERROR_INVALID_VALUE;
+  *n = 7;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(std::size_t* bytes, CUfunction,
+                                                             int blocks, int block) {
+  FAKE_COUNT();
+  log("cuOccupancyAvailableDynamicSMemPerBlock " + std::to_string(blocks) + " " +
+      std::to_string(block));
+  *bytes = 12345;
+  return CUDA_SUCCESS;
+}
+static std::string cluster_config(const CUlaunchConfig* c) {
+  std::string line = "block " + std::to_string(c->blockDimX) + " shared " +
+                     std::to_string(c->sharedMemBytes);
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      line += " cluster " + std::to_string(c->attrs[i].value.clusterDim.x);
+  }
+  return line + (c->hStream != nullptr ? " stream" : " no stream");
+}
+FAKE_EXPORT CUresult cuOccupancyMaxActiveClusters(int* n, CUfunction, const CUlaunchConfig* c) {
+  FAKE_COUNT();
+  log("cuOccupancyMaxActiveClusters " + cluster_config(c));
+  *n = 11;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int* n, CUfunction,
+                                                        const CUlaunchConfig* c) {
+  FAKE_COUNT();
+  log("cuOccupancyMaxPotentialClusterSize " + cluster_config(c));
+  *n = 16;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxGetLimit(std::size_t* v, CUlimit limit) {
+  FAKE_COUNT();
+  log("cuCtxGetLimit " + std::to_string(limit));
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  const auto& limits = reinterpret_cast<FakeContext*>(t_stack.back())->limits;
+  const auto it = limits.find(limit);
+  *v = it == limits.end() ? 1000 + static_cast<std::size_t>(limit) : it->second;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, std::size_t v) {
+  FAKE_COUNT();
+  log("cuCtxSetLimit " + std::to_string(limit) + " " + std::to_string(v));
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (limit == CU_LIMIT_STACK_SIZE && v > (std::size_t{1} << 20)) return CUDA_ERROR_INVALID_VALUE;
+  reinterpret_cast<FakeContext*>(t_stack.back())->limits[limit] = v;
+  return CUDA_SUCCESS;
 }

@@ -22,6 +22,10 @@ constexpr unsigned char kLocalStorage[16] = {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21,
                                              0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95, 0x93};
 constexpr unsigned char kContextChecks[16] = {0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43,
                                               0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa, 0x7e};
+constexpr unsigned char kToolsTls[16] = {0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47,
+                                        0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc};
+constexpr unsigned char kToolsContext[16] = {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48,
+                                            0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2};
 constexpr unsigned char kIntegrity[16] = {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b,
                                           0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2};
 
@@ -81,6 +85,103 @@ TEST_F(ExportTable, PrimaryContextHandleIsStableAndNotRetained) {
   EXPECT_OK(cuCtxGetApiVersion(again, &version));
   EXPECT_OK(cuDevicePrimaryCtxRelease(dev));
   EXPECT_OK(cuDevicePrimaryCtxRelease(dev));
+}
+
+// cuBLAS reads the current context through TOOLS_TLS slot 2 on every GEMM and refuses the call
+// when that fails; slot 1 sets it (behaviour read from NVIDIA's driver 580).
+TEST_F(ExportTable, ToolsTlsGetsAndSetsTheCurrentContext) {
+  void* const* tls = table(kToolsTls);
+  ASSERT_NE(tls, nullptr);
+  EXPECT_EQ(size_word(tls), 3 * sizeof(void*));
+  using Set = CUresult (*)(CUcontext);
+  using Get = CUresult (*)(CUcontext*);
+  CUcontext current = nullptr;
+  ASSERT_OK(cuCtxGetCurrent(&current));
+  ASSERT_NE(current, nullptr);
+  CUcontext seen = nullptr;
+  ASSERT_OK(reinterpret_cast<Get>(tls[2])(&seen));
+  EXPECT_EQ(seen, current);
+  CUcontext other = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));  // now current
+  ASSERT_OK(reinterpret_cast<Get>(tls[2])(&seen));
+  EXPECT_EQ(seen, other);
+  ASSERT_OK(reinterpret_cast<Set>(tls[1])(current));
+  ASSERT_OK(cuCtxGetCurrent(&seen));
+  EXPECT_EQ(seen, current) << "slot 1 replaces the top of the context stack";
+  ASSERT_OK(cuCtxDestroy_v2(other));
+  ASSERT_OK(cuCtxSetCurrent(current));
+}
+
+// cuBLAS asks TOOLS_CONTEXT slot 4 for the context's id on every GEMM (NVIDIA's driver 580:
+// the cuCtxGetId value; 0 and success for no context; CUDA_ERROR_UNKNOWN for no out-pointer).
+TEST_F(ExportTable, ToolsContextGivesTheContextId) {
+  void* const* tools = table(kToolsContext);
+  ASSERT_NE(tools, nullptr);
+  EXPECT_EQ(size_word(tools), 93 * sizeof(void*));
+  using IdFn = CUresult (*)(CUcontext, unsigned long long*);
+  const auto context_id = reinterpret_cast<IdFn>(tools[4]);
+  unsigned long long id = 0, expected = 0;
+  ASSERT_OK(cuCtxGetId(ctx, &expected));
+  ASSERT_OK(context_id(ctx, &id));
+  EXPECT_EQ(id, expected);
+  CUcontext other = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));
+  ASSERT_OK(context_id(other, &id));
+  ASSERT_OK(cuCtxGetId(other, &expected));
+  EXPECT_EQ(id, expected);
+  unsigned long long first = 0;
+  ASSERT_OK(cuCtxGetId(ctx, &first));
+  EXPECT_NE(id, first) << "every context has its own id";
+  ASSERT_OK(cuCtxDestroy_v2(other));
+  ASSERT_OK(cuCtxSetCurrent(ctx));
+  id = 99;
+  ASSERT_OK(context_id(nullptr, &id));
+  EXPECT_EQ(id, 0u);
+  EXPECT_CU(CUDA_ERROR_UNKNOWN, context_id(ctx, nullptr));
+}
+
+// TOOLS_CONTEXT slot 51: the driver's object behind a stream argument, distinct per stream
+// (behaviour of NVIDIA's driver 580; the objects themselves are opaque).
+TEST_F(ExportTable, ToolsContextResolvesStreams) {
+  void* const* tools = table(kToolsContext);
+  ASSERT_NE(tools, nullptr);
+  using StreamFn = CUresult (*)(CUcontext, CUstream, void**, bool);
+  const auto object_of = reinterpret_cast<StreamFn>(tools[51]);
+  void* legacy = nullptr;
+  void* per_thread = nullptr;
+  void* legacy_again = nullptr;
+  ASSERT_OK(object_of(ctx, nullptr, &legacy, false));
+  ASSERT_OK(object_of(ctx, nullptr, &per_thread, true));
+  ASSERT_OK(object_of(ctx, CU_STREAM_LEGACY, &legacy_again, true));
+  EXPECT_NE(legacy, nullptr);
+  EXPECT_NE(legacy, per_thread) << "the flag picks the per-thread stream for the null stream";
+  EXPECT_EQ(legacy, legacy_again);
+  void* per_thread_again = nullptr;
+  ASSERT_OK(object_of(ctx, CU_STREAM_PER_THREAD, &per_thread_again, false));
+  EXPECT_EQ(per_thread, per_thread_again);
+  CUstream s1 = nullptr, s2 = nullptr;
+  ASSERT_OK(cuStreamCreate(&s1, 0));
+  ASSERT_OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  void* o1 = nullptr;
+  void* o2 = nullptr;
+  void* o1_without_context = nullptr;
+  ASSERT_OK(object_of(ctx, s1, &o1, false));
+  ASSERT_OK(object_of(ctx, s2, &o2, false));
+  ASSERT_OK(object_of(nullptr, s1, &o1_without_context, false));
+  EXPECT_NE(o1, o2);
+  EXPECT_NE(o1, legacy);
+  EXPECT_EQ(o1, o1_without_context) << "a real handle needs no context";
+  void* untouched = &untouched;
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, object_of(nullptr, nullptr, &untouched, false));
+  EXPECT_EQ(untouched, &untouched);
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE,
+            object_of(ctx, reinterpret_cast<CUstream>(~std::uintptr_t{0}), &untouched, false));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, object_of(ctx, nullptr, nullptr, false));
+  CUcontext current = nullptr;
+  ASSERT_OK(cuCtxGetCurrent(&current));
+  EXPECT_EQ(current, ctx) << "the context stack is left as it was";
+  ASSERT_OK(cuStreamDestroy_v2(s1));
+  ASSERT_OK(cuStreamDestroy_v2(s2));
 }
 
 struct Destroyed {

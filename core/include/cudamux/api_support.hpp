@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -50,7 +51,20 @@ void append_arg(std::string& out, const char* name, const T& value) {
   if (!out.empty()) out += ", ";
   out += name;
   out += '=';
-  if constexpr (std::is_pointer_v<T>) {
+  if constexpr (std::is_same_v<T, const char*>) {  // char* is an output buffer: not read
+    // Names (symbols, module paths) are what a trace reader needs; cap them so a
+    // garbage pointer to a huge unterminated buffer cannot flood the log.
+    if (value == nullptr) {
+      out += "null";
+    } else {
+      constexpr std::size_t kMaxShown = 128;
+      const std::size_t length = strnlen(value, kMaxShown + 1);
+      out += '"';
+      out.append(value, length > kMaxShown ? kMaxShown : length);
+      if (length > kMaxShown) out += "...";
+      out += '"';
+    }
+  } else if constexpr (std::is_pointer_v<T>) {
     char buf[2 + 16 + 1];
     std::snprintf(buf, sizeof buf, "%p", reinterpret_cast<const void*>(value));
     out += buf;

@@ -42,7 +42,8 @@ namespace cudamux::backend {
 // Bump on every change of this header's types or virtual functions.
 // 3: Function::set_attribute; 4: LaunchDesc::cluster, Backend::launches_clusters (issue 7)
 // 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
-inline constexpr std::uint32_t kAbiVersion = 5;
+// 6: Function::occupancy, DeviceContext::get_limit/set_limit (the device's own answers)
+inline constexpr std::uint32_t kAbiVersion = 6;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -188,6 +189,24 @@ struct ParamInfo {
   std::size_t size = 0;
 };
 
+enum class OccupancyKind : std::uint8_t {
+  active_blocks,             // cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+  available_dynamic_shared,  // cuOccupancyAvailableDynamicSMemPerBlock
+  active_clusters,           // cuOccupancyMaxActiveClusters
+  potential_cluster_size,    // cuOccupancyMaxPotentialClusterSize
+};
+
+struct OccupancyQuery {
+  OccupancyKind kind = OccupancyKind::active_blocks;
+  int block_size = 0;          // active_blocks, available_dynamic_shared
+  int num_blocks = 0;          // available_dynamic_shared
+  std::size_t dyn_shared = 0;  // active_blocks
+  unsigned flags = 0;          // active_blocks: CU_OCCUPANCY_*
+  // The clusters' launch configuration as the caller gave it, with hStream cleared (the
+  // backend's streams are not the caller's handles).
+  const CUlaunchConfig* config = nullptr;
+};
+
 class Function {
  public:
   virtual ~Function() = default;
@@ -204,6 +223,16 @@ class Function {
     (void)attr;
     (void)value;
     return kOk;
+  }
+  // The occupancy calculator of the device itself, for a backend that has one (NVIDIA's
+  // driver): libraries such as cuBLAS choose kernels by these answers, so a model's
+  // approximation is not good enough there. Returns false when the backend has none; the
+  // core's calculator model answers then. The core has validated the arguments.
+  virtual bool occupancy(const OccupancyQuery& query, std::size_t& value, Status& status) const {
+    (void)query;
+    (void)value;
+    (void)status;
+    return false;
   }
 };
 
@@ -325,6 +354,21 @@ class DeviceContext {
   // backends that do not take them whole). Images the backend does not recognise give the
   // native code for CUDA_ERROR_INVALID_IMAGE.
   virtual Status load_module(const ModuleImage& image, std::unique_ptr<Module>& out) = 0;
+  // cuCtxGetLimit / cuCtxSetLimit for a device that keeps its own (NVIDIA's driver sizes the
+  // device heap, stack and printf buffer by them). false: the backend has none and the core
+  // keeps the record. The core has validated the limit and value.
+  virtual bool get_limit(CUlimit limit, std::size_t& value, Status& status) {
+    (void)limit;
+    (void)value;
+    (void)status;
+    return false;
+  }
+  virtual bool set_limit(CUlimit limit, std::size_t value, Status& status) {
+    (void)limit;
+    (void)value;
+    (void)status;
+    return false;
+  }
 };
 
 // The plugin's root object.

@@ -337,13 +337,21 @@ cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
              : map(r);
 }
 
+// The runtime's cudaLimit names fewer limits than the driver's CUlimit: past them, the
+// runtime's own documented answer.
+constexpr unsigned kRuntimeLimits = cudaLimitPersistingL2CacheSize + 1;
+
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  if (static_cast<unsigned>(limit) >= kRuntimeLimits)
+    return reject(cudaErrorUnsupportedLimit, "cudaDeviceSetLimit", "unknown limit");
   if (cudaError_t e = enter()) return e;
   return map(drv::cuCtxSetLimit(static_cast<CUlimit>(limit), value));
 }
 
 cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
   if (!pValue) return reject(cudaErrorInvalidValue, "cudaDeviceGetLimit", "null out-pointer");
+  if (static_cast<unsigned>(limit) >= kRuntimeLimits)
+    return reject(cudaErrorUnsupportedLimit, "cudaDeviceGetLimit", "unknown limit");
   if (cudaError_t e = enter()) return e;
   return map(drv::cuCtxGetLimit(pValue, static_cast<CUlimit>(limit)));
 }

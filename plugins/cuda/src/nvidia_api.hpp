@@ -43,7 +43,11 @@ namespace cudamux::cuda {
   X(cuFuncGetAttribute)                    \
   X(cuFuncSetAttribute)                    \
   X(cuLaunchKernel)                        \
-  X(cuLaunchCooperativeKernel)
+  X(cuLaunchCooperativeKernel)             \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+  X(cuOccupancyAvailableDynamicSMemPerBlock) \
+  X(cuCtxGetLimit)                         \
+  X(cuCtxSetLimit)
 
 // NVIDIA's synchronous copies, for large pageable host-to-device copies on an idle queue
 // (NvidiaQueue::copy_sync).
@@ -55,7 +59,9 @@ namespace cudamux::cuda {
 // Resolved when the driver has them, null otherwise; the backend works without them.
 // cuLaunchKernelEx (CUDA 12.0): thread block cluster launches (NvidiaQueue::launch); without
 // it the backend reports no cluster support and the core refuses cluster launches.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) X(cuLaunchKernelEx)
+// cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise.
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) \
+  X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

@@ -136,6 +136,35 @@ class NvidiaFunction final : public be::Function {
     for (auto& c : cache_) c.store(kUncached, std::memory_order_relaxed);  // NVIDIA's say again
     return status(r);
   }
+  bool occupancy(const be::OccupancyQuery& q, std::size_t& value,
+                 be::Status& st) const override {
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    int count = 0;
+    switch (q.kind) {
+      case be::OccupancyKind::active_blocks:
+        r = api_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+            &count, function_, q.block_size, q.dyn_shared, q.flags);
+        value = static_cast<std::size_t>(count);
+        break;
+      case be::OccupancyKind::available_dynamic_shared:
+        r = api_.cuOccupancyAvailableDynamicSMemPerBlock(&value, function_, q.num_blocks,
+                                                         q.block_size);
+        break;
+      case be::OccupancyKind::active_clusters:
+        if (!api_.cuOccupancyMaxActiveClusters) return false;
+        r = api_.cuOccupancyMaxActiveClusters(&count, function_, q.config);
+        value = static_cast<std::size_t>(count);
+        break;
+      case be::OccupancyKind::potential_cluster_size:
+        if (!api_.cuOccupancyMaxPotentialClusterSize) return false;
+        r = api_.cuOccupancyMaxPotentialClusterSize(&count, function_, q.config);
+        value = static_cast<std::size_t>(count);
+        break;
+    }
+    st = status(r);
+    return true;
+  }
   [[nodiscard]] CUfunction handle() const noexcept { return function_; }
 
  private:
@@ -599,6 +628,14 @@ class NvidiaContext final : public be::DeviceContext {
       if (auto st = q->synchronize(); !st.ok()) return st;
     }
     return be::kOk;
+  }
+  bool get_limit(CUlimit limit, std::size_t& value, be::Status& st) override {
+    if (st = make_current(api_, ctx_); st.ok()) st = status(api_.cuCtxGetLimit(&value, limit));
+    return true;
+  }
+  bool set_limit(CUlimit limit, std::size_t value, be::Status& st) override {
+    if (st = make_current(api_, ctx_); st.ok()) st = status(api_.cuCtxSetLimit(limit, value));
+    return true;
   }
   be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     // PTX, CUBIN or a whole fat binary: NVIDIA's driver picks the entry for its GPU and
