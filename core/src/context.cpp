@@ -39,6 +39,20 @@ void default_limits(Context& ctx) {
   ctx.limits[CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED] = 1;
 }
 
+}  // namespace
+
+// Limits a device without its own record (the mock) answers as NVIDIA's driver 580 does on
+// an H100 (tests/nvcc/limits_probe.c): the device runtime's sync depth went with CUDA dynamic
+// parallelism's first version (gone from compute capability 9.0), and the CIG fallback exists
+// only for CIG contexts, which cudamux does not make.
+bool limit_supported(const Context& ctx, CUlimit limit) {
+  if (limit == CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return false;
+  if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH)
+    return device_attribute_or(ctx.device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0) < 9;
+  return true;
+}
+
+namespace {
 constexpr int kLeastStreamPriority = 0;
 constexpr int kGreatestStreamPriority = -5;
 }  // namespace
@@ -372,6 +386,8 @@ CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
     *pvalue = value;
     return CUDA_SUCCESS;
   }
+  if (!core::limit_supported(*ctx, limit))
+    return reject(CUDA_ERROR_UNSUPPORTED_LIMIT, "cuCtxGetLimit", "not supported by this device");
   std::lock_guard lock(ctx->state_mutex);
   *pvalue = ctx->limits[limit];
   return CUDA_SUCCESS;
@@ -389,6 +405,8 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxSetLimit", "L2 fetch granularity is 0..128");
   backend::Status st;
   if (ctx->impl->set_limit(limit, value, st)) return Core::get().map(st, "cuCtxSetLimit");
+  if (!core::limit_supported(*ctx, limit))
+    return reject(CUDA_ERROR_UNSUPPORTED_LIMIT, "cuCtxSetLimit", "not supported by this device");
   std::lock_guard lock(ctx->state_mutex);
   ctx->limits[limit] = value;
   return CUDA_SUCCESS;

@@ -337,6 +337,8 @@ struct Library {
 CUresult function_for_launch(CUfunction f, Context* ctx, Function*& out) noexcept;
 // A device attribute from the backend, or `fallback` when it cannot answer.
 int device_attribute_or(int ordinal, CUdevice_attribute attr, int fallback) noexcept;
+// Whether the core's own limit record answers `limit` for ctx's device (context.cpp).
+bool limit_supported(const Context& ctx, CUlimit limit);
 // A function attribute: the values set through cuFuncSetAttribute first, then the backend,
 // then a sensible default derived from the device.
 CUresult function_attribute(const Function& f, CUfunction_attribute attr, int& value) noexcept;

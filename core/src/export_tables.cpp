@@ -152,7 +152,8 @@ CUresult tools_context_id(CUcontext ctx, unsigned long long* out) {
 // legacy stream of `ctx`, or its per-thread stream when `per_thread` is set; the special
 // handles need `ctx` (without it: CUDA_ERROR_INVALID_HANDLE, even with a current context);
 // other handles ignore it; the out-pointer is written only on success. The object handed out
-// is the core's stream object: opaque to callers, distinct per stream, stable while it lives.
+// is a handle of ours (see below): opaque to callers, distinct per stream, and checked when it
+// comes back (slots 5, 12, 39).
 CUresult tools_stream_object(CUcontext ctx, CUstream stream, void** out, bool per_thread) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (stream == reinterpret_cast<CUstream>(~std::uintptr_t{0})) return CUDA_ERROR_INVALID_HANDLE;
@@ -169,7 +170,39 @@ CUresult tools_stream_object(CUcontext ctx, CUstream stream, void** out, bool pe
     (void)impl::cuCtxPopCurrent_v2(&popped);
     if (r) return r;
   }
-  *out = resolved;
+  // A legacy stream has no handle of its own (CU_STREAM_LEGACY names each context's): its
+  // context's handle stands for it, which no stream handle equals.
+  *out = resolved->kind == StreamKind::legacy ? static_cast<void*>(resolved->ctx->handle)
+                                              : static_cast<void*>(resolved->handle);
+  return CUDA_SUCCESS;
+}
+
+// A stream object of slot 51 coming back; null when it names no live stream.
+Stream* tools_stream(void* object) noexcept {
+  if (!object) return nullptr;
+  if (Stream* s = stream_of(static_cast<CUstream>(object))) return s;
+  Context* ctx = context_of(static_cast<CUcontext>(object));
+  return ctx ? ctx->legacy.get() : nullptr;
+}
+// TOOLS_CONTEXT 39: the stream's id (cuStreamGetId's value). 5: the same, except 1 for a legacy
+// stream. 12: whether it is a legacy stream. cuBLAS keys its per-stream state by them.
+// Unknown objects: CUDA_ERROR_INVALID_VALUE, as NVIDIA's for null ones.
+CUresult tools_stream_id(CUcontext, void* object, unsigned long long* out) {
+  const Stream* s = tools_stream(object);
+  if (!s || !out) return CUDA_ERROR_INVALID_VALUE;
+  *out = s->id;
+  return CUDA_SUCCESS;
+}
+CUresult tools_stream_id_or_legacy(CUcontext, void* object, unsigned long long* out) {
+  const Stream* s = tools_stream(object);
+  if (!s || !out) return CUDA_ERROR_INVALID_VALUE;
+  *out = s->kind == StreamKind::legacy ? 1 : s->id;
+  return CUDA_SUCCESS;
+}
+CUresult tools_stream_is_legacy(CUcontext, void* object, unsigned char* out) {
+  const Stream* s = tools_stream(object);
+  if (!s || !out) return CUDA_ERROR_INVALID_VALUE;
+  *out = s->kind == StreamKind::legacy ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
@@ -331,7 +364,11 @@ const std::vector<TableDef>& table_defs() {
              0xc8, 0xf2}),
        93,
        true,
-       {{4, fn(&tools_context_id)}, {51, fn(&tools_stream_object)}}},
+       {{4, fn(&tools_context_id)},
+        {5, fn(&tools_stream_id_or_legacy)},
+        {12, fn(&tools_stream_is_legacy)},
+        {39, fn(&tools_stream_id)},
+        {51, fn(&tools_stream_object)}}},
       {"CONTEXT_CHECKS",
        uuid({0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d,
              0xfa, 0x7e}),

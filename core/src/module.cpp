@@ -627,8 +627,10 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
   if (!library) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (!code) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null image");
   if (CUresult r = core::check_jit_options(jit, fn)) return r;
-  if (numLibraryOptions > 0 && (!libraryOptions || !libraryOptionValues))
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "null library option arrays");
+  if (numLibraryOptions > 0 && !libraryOptions)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "null library option array");
+  // A null value array is accepted, as NVIDIA's driver does (cuBLAS 13 passes one option and
+  // no values): every option then has the value 0.
   for (unsigned i = 0; i < numLibraryOptions; ++i) {
     if (static_cast<unsigned>(libraryOptions[i]) >= CU_LIBRARY_NUM_OPTIONS)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown library option");
@@ -639,7 +641,7 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
   for (unsigned i = 0; i < numLibraryOptions; ++i) {
     // The value travels in the pointer itself, as JIT option values do; never dereferenced.
     if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
-      preserved = libraryOptionValues[i] != nullptr;
+      preserved = libraryOptionValues != nullptr && libraryOptionValues[i] != nullptr;
   }
   Core& core = Core::get();
   auto lib = std::make_unique<Library>();

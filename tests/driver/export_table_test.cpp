@@ -108,8 +108,10 @@ TEST_F(ExportTable, ToolsTlsGetsAndSetsTheCurrentContext) {
   ASSERT_OK(reinterpret_cast<Set>(tls[1])(current));
   ASSERT_OK(cuCtxGetCurrent(&seen));
   EXPECT_EQ(seen, current) << "slot 1 replaces the top of the context stack";
+  CUcontext popped = nullptr;
+  ASSERT_OK(cuCtxPopCurrent_v2(&popped));  // the pushed entry, now `current`
+  EXPECT_EQ(popped, current);
   ASSERT_OK(cuCtxDestroy_v2(other));
-  ASSERT_OK(cuCtxSetCurrent(current));
 }
 
 // cuBLAS asks TOOLS_CONTEXT slot 4 for the context's id on every GEMM (NVIDIA's driver 580:
@@ -180,6 +182,34 @@ TEST_F(ExportTable, ToolsContextResolvesStreams) {
   CUcontext current = nullptr;
   ASSERT_OK(cuCtxGetCurrent(&current));
   EXPECT_EQ(current, ctx) << "the context stack is left as it was";
+
+  // Slots 39, 5, 12: the stream's id (5: 1 for the legacy stream) and whether it is legacy.
+  using IdFn = CUresult (*)(CUcontext, void*, unsigned long long*);
+  using FlagFn = CUresult (*)(CUcontext, void*, unsigned char*);
+  const auto id_of_object = reinterpret_cast<IdFn>(tools[39]);
+  const auto id_or_legacy = reinterpret_cast<IdFn>(tools[5]);
+  const auto is_legacy = reinterpret_cast<FlagFn>(tools[12]);
+  unsigned long long id = 0, expected = 0, five = 0;
+  unsigned char legacy_flag = 9;
+  ASSERT_OK(cuStreamGetId(s2, &expected));
+  ASSERT_OK(id_of_object(ctx, o2, &id));
+  EXPECT_EQ(id, expected);
+  ASSERT_OK(id_or_legacy(ctx, o2, &five));
+  EXPECT_EQ(five, expected);
+  ASSERT_OK(is_legacy(ctx, o2, &legacy_flag));
+  EXPECT_EQ(legacy_flag, 0);
+  ASSERT_OK(cuStreamGetId(nullptr, &expected));
+  ASSERT_OK(id_of_object(ctx, legacy, &id));
+  EXPECT_EQ(id, expected);
+  ASSERT_OK(id_or_legacy(ctx, legacy, &five));
+  EXPECT_EQ(five, 1u);
+  ASSERT_OK(is_legacy(ctx, legacy, &legacy_flag));
+  EXPECT_EQ(legacy_flag, 1);
+  ASSERT_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &expected));
+  ASSERT_OK(id_of_object(ctx, per_thread, &id));
+  EXPECT_EQ(id, expected);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, id_of_object(ctx, nullptr, &id));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, id_of_object(ctx, o2, nullptr));
   ASSERT_OK(cuStreamDestroy_v2(s1));
   ASSERT_OK(cuStreamDestroy_v2(s2));
 }

@@ -73,6 +73,14 @@ TEST_F(Module, LoadBadArguments) {
             cuLibraryLoadData(nullptr, kFillPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuLibraryLoadData(&l, nullptr, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  // Options without a value array are accepted (cuBLAS 13 passes CU_LIBRARY_BINARY_IS_PRESERVED
+  // that way); what is left to refuse here is the image.
+  CUlibraryOption preserved = CU_LIBRARY_BINARY_IS_PRESERVED;
+  static const char kNotAnImage[] = "neither PTX nor an ELF nor a fat binary";
+  EXPECT_CU(CUDA_ERROR_INVALID_IMAGE,
+            cuLibraryLoadData(&l, kNotAnImage, nullptr, nullptr, 0, &preserved, nullptr, 1));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuLibraryLoadData(&l, kNotAnImage, nullptr, nullptr, 0, nullptr, nullptr, 1));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuLibraryLoadFromFile(&l, nullptr, nullptr, nullptr, 0, nullptr, nullptr, 0));
   EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND,
@@ -326,6 +334,10 @@ TEST_F(Module, LibraryAndKernels) {
   CUDAMUX_KNOWN_DIFFERENCE(
       "hip", "PTX images: hip loads AMDGPU code objects (tests/hip_backend covers modules)");
   CUlibrary l = nullptr;
+  CUlibraryOption preserved = CU_LIBRARY_BINARY_IS_PRESERVED;
+  ASSERT_OK(cuLibraryLoadData(&l, kFillPtx, nullptr, nullptr, 0, &preserved, nullptr, 1))
+      << "an option without a value array (cuBLAS 13 loads its kernels so)";
+  ASSERT_OK(cuLibraryUnload(l));
   ASSERT_OK(cuLibraryLoadData(&l, kFillPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
   unsigned count = 0;
   ASSERT_OK(cuLibraryGetKernelCount(&count, l));
