@@ -43,6 +43,14 @@ struct Stream {
   unsigned flags = 0;
   int priority = 0;
   unsigned long long id = 0;
+  // cuStreamSetAttribute's record (priority lives above), guarded by Context::state_mutex.
+  struct Attributes {
+    CUaccessPolicyWindow access_policy_window{};
+    CUsynchronizationPolicy synchronization_policy = CU_SYNC_POLICY_AUTO;
+    CUlaunchMemSyncDomainMap mem_sync_domain_map{0, 1};
+    CUlaunchMemSyncDomain mem_sync_domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
+    unsigned nvlink_util_centric_scheduling = 0;
+  } attributes;
   std::unique_ptr<backend::Queue> queue;
   // Marker used to order this stream against the legacy default stream.
   std::unique_ptr<backend::Event> marker;

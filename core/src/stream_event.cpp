@@ -199,6 +199,198 @@ CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void* user) {
   return launch_host_func(h, fn, user, true);
 }
 
+// --- stream attributes ---
+
+namespace {
+
+using StreamAttributes = core::Stream::Attributes;
+
+// The launch attribute ids CUDA 13.0 documents as valid for streams.
+bool stream_attribute(CUlaunchAttributeID id) noexcept {
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// CUDA's rules for a value; the reason when it breaks one, else null. `value` may be adjusted
+// as CUDA does (a priority outside the device's range is clamped, as at creation).
+const char* invalid_stream_attribute(const Stream& s, CUlaunchAttributeID id,
+                                     CUlaunchAttributeValue& value) {
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+      const CUaccessPolicyWindow& w = value.accessPolicyWindow;
+      const int max_window = core::device_attribute_or(
+          s.ctx->device, CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, 0);
+      if (w.num_bytes > static_cast<std::size_t>(std::max(max_window, 0)))
+        return "access policy window larger than the device's maximum";
+      if (!(w.hitRatio >= 0.0f && w.hitRatio <= 1.0f)) return "hit ratio outside [0, 1]";
+      if (static_cast<unsigned>(w.hitProp) > CU_ACCESS_PROPERTY_PERSISTING ||
+          static_cast<unsigned>(w.missProp) > CU_ACCESS_PROPERTY_PERSISTING)
+        return "unknown access property";
+      return nullptr;
+    }
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      if (value.syncPolicy < CU_SYNC_POLICY_AUTO || value.syncPolicy > CU_SYNC_POLICY_BLOCKING_SYNC)
+        return "unknown synchronization policy";
+      return nullptr;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY: {
+      int least = 0, greatest = 0;
+      (void)impl::cuCtxGetStreamPriorityRange(&least, &greatest);
+      value.priority = std::clamp(value.priority, greatest, least);
+      return nullptr;
+    }
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      if (static_cast<unsigned>(value.memSyncDomain) > CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE)
+        return "unknown memory synchronization domain";
+      return nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+void record_attribute(Stream& s, CUlaunchAttributeID id, const CUlaunchAttributeValue& v) {
+  StreamAttributes& a = s.attributes;
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      a.access_policy_window = v.accessPolicyWindow;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      a.synchronization_policy = v.syncPolicy;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      s.priority = v.priority;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      a.mem_sync_domain_map = v.memSyncDomainMap;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      a.mem_sync_domain = v.memSyncDomain;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+      a.nvlink_util_centric_scheduling = v.nvlinkUtilCentricScheduling;
+      break;
+    default:
+      break;
+  }
+}
+
+CUlaunchAttributeValue read_attribute(const Stream& s, CUlaunchAttributeID id) {
+  CUlaunchAttributeValue v{};
+  const StreamAttributes& a = s.attributes;
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      v.accessPolicyWindow = a.access_policy_window;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      v.syncPolicy = a.synchronization_policy;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      v.priority = s.priority;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      v.memSyncDomainMap = a.mem_sync_domain_map;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      v.memSyncDomain = a.mem_sync_domain;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+      v.nvlinkUtilCentricScheduling = a.nvlink_util_centric_scheduling;
+      break;
+    default:
+      break;
+  }
+  return v;
+}
+
+// Validates, tells the backend, then records (state_mutex held throughout, so concurrent
+// setters of one stream leave the backend and the record agreeing).
+CUresult set_stream_attribute(Stream& s, CUlaunchAttributeID id, CUlaunchAttributeValue value,
+                              const char* fn) {
+  if (!stream_attribute(id))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not an attribute of streams");
+  if (const char* why = invalid_stream_attribute(s, id, value))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, why);
+  std::lock_guard lock(s.ctx->state_mutex);
+  if (auto st = s.queue->set_attribute(id, value); !st.ok()) return Core::get().map(st, fn);
+  record_attribute(s, id, value);
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_set_attribute(CUstream h, CUstreamAttrID id, const CUstreamAttrValue* value,
+                              bool per_thread) {
+  const char* fn = "cuStreamSetAttribute";
+  if (!value) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null value");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  return set_stream_attribute(*s, id, *value, fn);
+}
+
+CUresult stream_get_attribute(CUstream h, CUstreamAttrID id, CUstreamAttrValue* value,
+                              bool per_thread) {
+  const char* fn = "cuStreamGetAttribute";
+  if (!value) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (!stream_attribute(id))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not an attribute of streams");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  std::lock_guard lock(s->ctx->state_mutex);
+  *value = read_attribute(*s, id);
+  return CUDA_SUCCESS;
+}
+
+// Every stream attribute of `src` onto `dst`, through the same path as cuStreamSetAttribute.
+CUresult stream_copy_attributes(CUstream dst, CUstream src, bool per_thread) {
+  const char* fn = "cuStreamCopyAttributes";
+  Stream* d = nullptr;
+  Stream* from = nullptr;
+  if (CUresult r = core::resolve_stream(dst, per_thread, d)) return r;
+  if (CUresult r = core::resolve_stream(src, per_thread, from)) return r;
+  if (d == from) return CUDA_SUCCESS;
+  constexpr CUlaunchAttributeID kCopied[] = {
+      CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+      CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+      CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING};
+  for (const CUlaunchAttributeID id : kCopied) {
+    CUlaunchAttributeValue v{};
+    {
+      std::lock_guard lock(from->ctx->state_mutex);
+      v = read_attribute(*from, id);
+    }
+    if (CUresult r = set_stream_attribute(*d, id, v, fn)) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult cuStreamSetAttribute(CUstream h, CUstreamAttrID attr, const CUstreamAttrValue* value) {
+  return stream_set_attribute(h, attr, value, false);
+}
+CUresult cuStreamSetAttribute_ptsz(CUstream h, CUstreamAttrID attr,
+                                   const CUstreamAttrValue* value) {
+  return stream_set_attribute(h, attr, value, true);
+}
+CUresult cuStreamGetAttribute(CUstream h, CUstreamAttrID attr, CUstreamAttrValue* value) {
+  return stream_get_attribute(h, attr, value, false);
+}
+CUresult cuStreamGetAttribute_ptsz(CUstream h, CUstreamAttrID attr, CUstreamAttrValue* value) {
+  return stream_get_attribute(h, attr, value, true);
+}
+CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) {
+  return stream_copy_attributes(dst, src, false);
+}
+CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src) {
+  return stream_copy_attributes(dst, src, true);
+}
+
 #define CUDAMUX_STREAM_GETTER(NAME, TYPE, EXPR)                                       \
   CUresult NAME(CUstream h, TYPE* out) {                                              \
     return stream_get(h, false, out, #NAME, [&](const Stream& s) { *out = (EXPR); }); \

@@ -827,6 +827,24 @@ TEST_F(CudaBackend, OccupancyAndLimitsAreNvidias) {
   EXPECT_THAT(fake_log(), HasSubstr("cuCtxSetLimit 2 67108864\n"));
 }
 
+// Stream attributes reach NVIDIA's stream (the L2 access policy window acts there).
+TEST_F(CudaBackend, StreamAttributesReachNvidiasStream) {
+  be::Backend* b = create_fake();
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<be::DeviceContext> c;
+  ASSERT_TRUE(b->open_context(0, 0, c).ok());
+  std::unique_ptr<be::Queue> q;
+  ASSERT_TRUE(c->create_queue(0, 0, q).ok());
+  fake_log();
+  CUlaunchAttributeValue v{};
+  v.syncPolicy = CU_SYNC_POLICY_YIELD;
+  ASSERT_TRUE(q->set_attribute(CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v).ok());
+  EXPECT_THAT(fake_log(), HasSubstr("cuStreamSetAttribute 3 first word 3\n"));
+  v.syncPolicy = static_cast<CUsynchronizationPolicy>(9);  // NVIDIA's refusal passes through
+  EXPECT_EQ(q->set_attribute(CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v).native,
+            CUDA_ERROR_INVALID_VALUE);
+}
+
 // Thread block clusters go to NVIDIA's cuLaunchKernelEx with the cluster attribute (and the
 // cooperative one when asked); launches without a cluster keep cuLaunchKernel.
 TEST_F(CudaBackend, ClusterLaunchesUseCuLaunchKernelEx) {

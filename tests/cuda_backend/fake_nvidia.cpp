@@ -942,3 +942,13 @@ FAKE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, std::size_t v) {
   reinterpret_cast<FakeContext*>(t_stack.back())->limits[limit] = v;
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuStreamSetAttribute(CUstream, CUlaunchAttributeID id,
+                                          const CUlaunchAttributeValue* v) {
+  FAKE_COUNT();
+  if (v == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  log("cuStreamSetAttribute " + std::to_string(static_cast<int>(id)) + " first word " +
+      std::to_string(v->pad[0]));
+  if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY && v->syncPolicy > 4)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}

@@ -1,5 +1,6 @@
 // Streams: creation, getters, query/sync, ordering, callbacks, host functions, the legacy
 // default stream's synchronisation with blocking streams, cross-stream event waits.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -553,6 +554,77 @@ TEST_F(Driver, NoStreamIsCapturing) {
   ASSERT_OK(cuStreamDestroy(user));
   CUstreamCaptureStatus status;
   EXPECT_NE(cuStreamIsCapturing(user, &status), CUDA_SUCCESS) << "a destroyed stream";
+}
+
+// Stream attributes (NVIDIA's simpleAttributes sets an L2 access policy window on a stream):
+// defaults, round trips, CUDA's refusals and cuStreamCopyAttributes.
+TEST_F(Stream, AttributesRoundTripAndAreValidated) {
+  CUstream s = nullptr, other = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  ASSERT_OK(cuStreamCreate(&other, 0));
+  CUstreamAttrValue v{};
+  ASSERT_OK(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v));
+  EXPECT_EQ(v.accessPolicyWindow.num_bytes, 0u) << "no window until one is set";
+  ASSERT_OK(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+  EXPECT_EQ(v.syncPolicy, CU_SYNC_POLICY_AUTO);
+
+  int max_window = 0;
+  ASSERT_OK(
+      cuDeviceGetAttribute(&max_window, CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, dev));
+  DeviceBuffer buffer(1 << 20);
+  CUstreamAttrValue window{};
+  window.accessPolicyWindow.base_ptr = reinterpret_cast<void*>(buffer.ptr);
+  window.accessPolicyWindow.num_bytes = std::min<size_t>(buffer.bytes, max_window);
+  window.accessPolicyWindow.hitRatio = 0.6f;
+  window.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+  window.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_STREAMING;
+  if (max_window > 0) {
+    ASSERT_OK(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &window));
+    ASSERT_OK(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v));
+    EXPECT_EQ(v.accessPolicyWindow.base_ptr, window.accessPolicyWindow.base_ptr);
+    EXPECT_EQ(v.accessPolicyWindow.num_bytes, window.accessPolicyWindow.num_bytes);
+    EXPECT_FLOAT_EQ(v.accessPolicyWindow.hitRatio, 0.6f);
+    EXPECT_EQ(v.accessPolicyWindow.hitProp, CU_ACCESS_PROPERTY_PERSISTING);
+    EXPECT_EQ(v.accessPolicyWindow.missProp, CU_ACCESS_PROPERTY_STREAMING);
+    CUstreamAttrValue too_big = window;
+    too_big.accessPolicyWindow.num_bytes = static_cast<size_t>(max_window) + 1;
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+              cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &too_big));
+  }
+  CUstreamAttrValue policy{};
+  policy.syncPolicy = CU_SYNC_POLICY_BLOCKING_SYNC;
+  ASSERT_OK(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &policy));
+  ASSERT_OK(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+  EXPECT_EQ(v.syncPolicy, CU_SYNC_POLICY_BLOCKING_SYNC);
+
+  // Not attributes of streams, and missing values.
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &policy));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, nullptr));
+
+  // The copy carries the window and the policy over.
+  ASSERT_OK(cuStreamCopyAttributes(other, s));
+  ASSERT_OK(cuStreamGetAttribute(other, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+  EXPECT_EQ(v.syncPolicy, CU_SYNC_POLICY_BLOCKING_SYNC);
+  if (max_window > 0) {
+    ASSERT_OK(cuStreamGetAttribute(other, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v));
+    EXPECT_EQ(v.accessPolicyWindow.num_bytes, window.accessPolicyWindow.num_bytes);
+  }
+  // Work still runs on a stream with attributes.
+  ASSERT_OK(cuMemsetD8Async(buffer.ptr, 0x5a, buffer.bytes, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  unsigned char byte = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&byte, buffer.ptr + 17, 1));
+  EXPECT_EQ(byte, 0x5a);
+  ASSERT_OK(cuStreamDestroy_v2(s));
+  ASSERT_OK(cuStreamDestroy_v2(other));
+  EXPECT_NE(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v), CUDA_SUCCESS)
+      << "a destroyed stream";
 }
 
 }  // namespace

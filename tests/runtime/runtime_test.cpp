@@ -47,6 +47,29 @@ class Runtime : public ::testing::Test {
   }
 };
 
+// The runtime's stream attributes are the driver's under the runtime's names.
+TEST_F(Runtime, StreamAttributesRoundTrip) {
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_RT(cudaStreamCreate(&a));
+  ASSERT_RT(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  cudaLaunchAttributeValue v{};
+  v.syncPolicy = cudaSyncPolicySpin;
+  ASSERT_RT(cudaStreamSetAttribute(a, cudaLaunchAttributeSynchronizationPolicy, &v));
+  cudaLaunchAttributeValue read{};
+  ASSERT_RT(cudaStreamGetAttribute(a, cudaLaunchAttributeSynchronizationPolicy, &read));
+  EXPECT_EQ(read.syncPolicy, cudaSyncPolicySpin);
+  ASSERT_RT(cudaStreamCopyAttributes(b, a));
+  read = {};
+  ASSERT_RT(cudaStreamGetAttribute(b, cudaLaunchAttributeSynchronizationPolicy, &read));
+  EXPECT_EQ(read.syncPolicy, cudaSyncPolicySpin);
+  EXPECT_EQ(cudaStreamSetAttribute(a, cudaLaunchAttributeCooperative, &v), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamGetAttribute(a, cudaLaunchAttributeSynchronizationPolicy, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue) << "the refusals set the last error";
+  ASSERT_RT(cudaStreamDestroy(a));
+  ASSERT_RT(cudaStreamDestroy(b));
+}
+
 TEST_F(Runtime, InteropFlowZeroesEveryElement) {
   constexpr int n = 100;
   std::vector<int> host(n);

@@ -43,7 +43,8 @@ namespace cudamux::backend {
 // 3: Function::set_attribute; 4: LaunchDesc::cluster, Backend::launches_clusters (issue 7)
 // 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
 // 6: Function::occupancy, DeviceContext::get_limit/set_limit (the device's own answers)
-inline constexpr std::uint32_t kAbiVersion = 6;
+// 7: Queue::set_attribute (stream attributes)
+inline constexpr std::uint32_t kAbiVersion = 7;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -326,6 +327,15 @@ class Queue {
   // Enqueues a kernel launch; copies desc.args before returning. Errors found while the
   // kernel runs (assert, illegal address) surface from later query/synchronize calls.
   virtual Status launch(const LaunchDesc& desc) = 0;
+  // A stream attribute (cuStreamSetAttribute; the ids valid for streams), validated by the
+  // core, which records it for cuStreamGetAttribute only when this succeeds. A device that
+  // acts on them is told (NVIDIA's L2 access policy window, synchronisation policy); backends
+  // with nothing to act on keep the default.
+  virtual Status set_attribute(CUlaunchAttributeID id, const CUlaunchAttributeValue& value) {
+    (void)id;
+    (void)value;
+    return kOk;
+  }
 };
 
 // Per-device execution state; one per CUDA context.

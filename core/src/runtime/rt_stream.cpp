@@ -154,6 +154,40 @@ cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, cudaStreamCapture
       drv::cuStreamIsCapturing_ptsz(stream, reinterpret_cast<CUstreamCaptureStatus*>(status)));
 }
 
+// cudaLaunchAttributeID / cudaLaunchAttributeValue are the driver's types under the runtime's
+// names: same values, same layout.
+static_assert(sizeof(cudaLaunchAttributeValue) == sizeof(CUlaunchAttributeValue));
+static_assert(static_cast<int>(cudaLaunchAttributeAccessPolicyWindow) ==
+              CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+static_assert(static_cast<int>(cudaLaunchAttributeMemSyncDomain) ==
+              CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);
+cudaError_t cudaStreamSetAttribute(cudaStream_t s, cudaLaunchAttributeID attr,
+                                   const cudaLaunchAttributeValue* value) {
+  CUDAMUX_RT_CALL(drv::cuStreamSetAttribute(s, static_cast<CUstreamAttrID>(attr),
+                                            reinterpret_cast<const CUstreamAttrValue*>(value)));
+}
+cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t s, cudaLaunchAttributeID attr,
+                                        const cudaLaunchAttributeValue* value) {
+  CUDAMUX_RT_CALL(drv::cuStreamSetAttribute_ptsz(
+      s, static_cast<CUstreamAttrID>(attr), reinterpret_cast<const CUstreamAttrValue*>(value)));
+}
+cudaError_t cudaStreamGetAttribute(cudaStream_t s, cudaLaunchAttributeID attr,
+                                   cudaLaunchAttributeValue* value) {
+  CUDAMUX_RT_CALL(drv::cuStreamGetAttribute(s, static_cast<CUstreamAttrID>(attr),
+                                            reinterpret_cast<CUstreamAttrValue*>(value)));
+}
+cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t s, cudaLaunchAttributeID attr,
+                                        cudaLaunchAttributeValue* value) {
+  CUDAMUX_RT_CALL(drv::cuStreamGetAttribute_ptsz(s, static_cast<CUstreamAttrID>(attr),
+                                                 reinterpret_cast<CUstreamAttrValue*>(value)));
+}
+cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  CUDAMUX_RT_CALL(drv::cuStreamCopyAttributes(dst, src));
+}
+cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  CUDAMUX_RT_CALL(drv::cuStreamCopyAttributes_ptsz(dst, src));
+}
+
 #undef CUDAMUX_RT_CALL
 
 }  // namespace cudamux::rt::impl

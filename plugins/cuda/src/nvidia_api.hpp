@@ -59,9 +59,11 @@ namespace cudamux::cuda {
 // Resolved when the driver has them, null otherwise; the backend works without them.
 // cuLaunchKernelEx (CUDA 12.0): thread block cluster launches (NvidiaQueue::launch); without
 // it the backend reports no cluster support and the core refuses cluster launches.
-// cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise.
+// cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
+// (11.0): without it stream attributes stay the core's record only.
 #define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) \
-  X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize)
+  X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize) \
+  X(cuStreamSetAttribute)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

@@ -365,6 +365,10 @@ class NvidiaQueue final : public be::Queue {
     return submitted(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(), 0));
   }
   be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
+  be::Status set_attribute(CUlaunchAttributeID id, const CUlaunchAttributeValue& value) override {
+    if (!api_.cuStreamSetAttribute) return be::kOk;
+    return status(api_.cuStreamSetAttribute(stream_, id, &value));
+  }
   be::Status synchronize() override { return status(api_.cuStreamSynchronize(stream_)); }
   be::Status launch(const be::LaunchDesc& d) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
