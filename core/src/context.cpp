@@ -412,6 +412,12 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuCtxResetPersistingL2Cache() {
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  return Core::get().map(ctx->impl->reset_persisting_l2_cache(), "cuCtxResetPersistingL2Cache");
+}
+
 CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
   if (!pconfig) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetCacheConfig", "null out-pointer");
   Context* ctx = nullptr;

@@ -300,6 +300,8 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "null attribute array");
   bool cooperative = false;
   unsigned cluster[3] = {1, 1, 1};
+  CUevent after[2] = {};
+  std::size_t events_after = 0;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& a = config->attrs[i];
     switch (a.id) {
@@ -315,7 +317,29 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+      case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+      // Programmatic dependent launch (CUB and Thrust ask for it): it only allows the kernel
+      // to start before the previous one ends; running it after is what the kernel must cope
+      // with anyway (griddepcontrol.wait returns at once when nothing is outstanding).
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
         break;
+      // Events that fire when the kernel lets dependents start (programmatic) or completes:
+      // recorded after the kernel, the latest moment either may fire, so every waiter still
+      // sees the kernel's work.
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+      case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: {
+        const CUevent e = a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+                              ? a.value.programmaticEvent.event
+                              : a.value.launchCompletionEvent.event;
+        if (!event_of(e)) return reject(CUDA_ERROR_INVALID_HANDLE, fn, "invalid launch event");
+        if (events_after >= std::size(after)) {
+          return reject(CUDA_ERROR_INVALID_VALUE, fn, "more than two launch events");
+        }
+        after[events_after++] = e;
+        break;
+      }
       // Checked against the grid by launch(), then passed to the backend (or refused there).
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
         cluster[0] = a.value.clusterDim.x;
@@ -331,17 +355,24 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** kernelPara
         return CUDA_ERROR_NOT_SUPPORTED;
     }
   }
-  return launch({fn,
-                 f,
-                 {config->gridDimX, config->gridDimY, config->gridDimZ},
-                 {config->blockDimX, config->blockDimY, config->blockDimZ},
-                 config->sharedMemBytes,
-                 config->hStream,
-                 kernelParams,
-                 extra,
-                 per_thread,
-                 cooperative,
-                 {cluster[0], cluster[1], cluster[2]}});
+  if (CUresult r = launch({fn,
+                           f,
+                           {config->gridDimX, config->gridDimY, config->gridDimZ},
+                           {config->blockDimX, config->blockDimY, config->blockDimZ},
+                           config->sharedMemBytes,
+                           config->hStream,
+                           kernelParams,
+                           extra,
+                           per_thread,
+                           cooperative,
+                           {cluster[0], cluster[1], cluster[2]}}))
+    return r;
+  for (std::size_t i = 0; i < events_after; ++i) {
+    const CUresult r = per_thread ? impl::cuEventRecord_ptsz(after[i], config->hStream)
+                                  : impl::cuEventRecord(after[i], config->hStream);
+    if (r) return r;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult function_arg(CUfunction h, Function*& f, const char* fn) {

@@ -615,6 +615,8 @@ TEST_F(Stream, AttributesRoundTripAndAreValidated) {
     ASSERT_OK(cuStreamGetAttribute(other, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v));
     EXPECT_EQ(v.accessPolicyWindow.num_bytes, window.accessPolicyWindow.num_bytes);
   }
+  // Persisting lines go back to normal (simpleAttributes does this after its kernels).
+  EXPECT_OK(cuCtxResetPersistingL2Cache());
   // Work still runs on a stream with attributes.
   ASSERT_OK(cuMemsetD8Async(buffer.ptr, 0x5a, buffer.bytes, s));
   ASSERT_OK(cuStreamSynchronize(s));

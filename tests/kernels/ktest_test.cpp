@@ -303,8 +303,28 @@ TEST_F(Kernels, LaunchKernelExAttributes) {
   KtestRecord r = record();
   EXPECT_EQ(3u, r.grid[0]);
   EXPECT_EQ(1u, r.cooperative);
+  // Programmatic dependent launch (CUB and Thrust use it) runs serialized: still a launch.
+  unsigned before = record().launches;
   attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  attrs[1].value.programmaticStreamSerializationAllowed = 1;
+  ASSERT_CU(CUDA_SUCCESS, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_EQ(before + 1, record().launches);
+  // A launch completion event is recorded behind the kernel.
+  CUevent done = nullptr;
+  ASSERT_CU(CUDA_SUCCESS, cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+  attrs[1].value.launchCompletionEvent.event = done;
+  attrs[1].value.launchCompletionEvent.flags = 0;
+  ASSERT_CU(CUDA_SUCCESS, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  ASSERT_CU(CUDA_SUCCESS, cuEventSynchronize(done));
+  EXPECT_EQ(before + 2, record().launches);
+  ASSERT_CU(CUDA_SUCCESS, cuEventDestroy(done));
+  attrs[1].value.launchCompletionEvent.event = done;  // destroyed
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuLaunchKernelEx(&cfg, f, params, nullptr));
+  EXPECT_EQ(before + 2, record().launches) << "refused before the launch";
+  // Graph-only attributes are not for stream launches.
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE;
+  EXPECT_NE(CUDA_SUCCESS, cuLaunchKernelEx(&cfg, f, params, nullptr));
   // Clusters: checked against the grid (3x1x1) first, then refused for a backend that cannot
   // run them (ktest keeps the default launches_clusters() false): the launch never reaches it.
   const unsigned launches = record().launches;

@@ -43,7 +43,7 @@ namespace cudamux::backend {
 // 3: Function::set_attribute; 4: LaunchDesc::cluster, Backend::launches_clusters (issue 7)
 // 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
 // 6: Function::occupancy, DeviceContext::get_limit/set_limit (the device's own answers)
-// 7: Queue::set_attribute (stream attributes)
+// 7: Queue::set_attribute (stream attributes), DeviceContext::reset_persisting_l2_cache
 inline constexpr std::uint32_t kAbiVersion = 7;
 
 // Names of the symbols every plugin exports (extern "C"):
@@ -373,6 +373,9 @@ class DeviceContext {
     (void)status;
     return false;
   }
+  // cuCtxResetPersistingL2Cache: L2 lines kept by access policy windows go back to normal.
+  // A device without persisting L2 lines has nothing to do.
+  virtual Status reset_persisting_l2_cache() { return kOk; }
   virtual bool set_limit(CUlimit limit, std::size_t value, Status& status) {
     (void)limit;
     (void)value;

@@ -356,6 +356,11 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
   return map(drv::cuCtxGetLimit(pValue, static_cast<CUlimit>(limit)));
 }
 
+cudaError_t cudaCtxResetPersistingL2Cache() {
+  if (cudaError_t e = enter()) return e;
+  return map(drv::cuCtxResetPersistingL2Cache());
+}
+
 cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* pCacheConfig) {
   if (!pCacheConfig)
     return reject(cudaErrorInvalidValue, "cudaDeviceGetCacheConfig", "null out-pointer");

@@ -63,7 +63,7 @@ namespace cudamux::cuda {
 // (11.0): without it stream attributes stay the core's record only.
 #define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) \
   X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize) \
-  X(cuStreamSetAttribute)
+  X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

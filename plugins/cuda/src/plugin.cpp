@@ -633,6 +633,11 @@ class NvidiaContext final : public be::DeviceContext {
     }
     return be::kOk;
   }
+  be::Status reset_persisting_l2_cache() override {
+    if (!api_.cuCtxResetPersistingL2Cache) return be::kOk;
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return status(api_.cuCtxResetPersistingL2Cache());
+  }
   bool get_limit(CUlimit limit, std::size_t& value, be::Status& st) override {
     if (st = make_current(api_, ctx_); st.ok()) st = status(api_.cuCtxGetLimit(&value, limit));
     return true;
