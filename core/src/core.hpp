@@ -46,7 +46,8 @@ struct Stream {
   // cuStreamSetAttribute's record (priority lives above), guarded by Context::state_mutex.
   struct Attributes {
     CUaccessPolicyWindow access_policy_window{};
-    CUsynchronizationPolicy synchronization_policy = CU_SYNC_POLICY_AUTO;
+    // NVIDIA's driver 580 reports -1 ("never set") until a policy is set.
+    CUsynchronizationPolicy synchronization_policy = static_cast<CUsynchronizationPolicy>(-1);
     CUlaunchMemSyncDomainMap mem_sync_domain_map{0, 1};
     CUlaunchMemSyncDomain mem_sync_domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
     unsigned nvlink_util_centric_scheduling = 0;

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 
 #include "core.hpp"
@@ -359,11 +360,18 @@ CUresult stream_copy_attributes(CUstream dst, CUstream src, bool per_thread) {
       CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
       CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING};
   for (const CUlaunchAttributeID id : kCopied) {
-    CUlaunchAttributeValue v{};
+    CUlaunchAttributeValue v{}, current{};
     {
       std::lock_guard lock(from->ctx->state_mutex);
       v = read_attribute(*from, id);
     }
+    {
+      std::lock_guard lock(d->ctx->state_mutex);
+      current = read_attribute(*d, id);
+    }
+    // Only what differs is set: values never set (a policy of -1) have nothing to apply, and
+    // the backend is not asked to re-apply defaults it may refuse to set explicitly.
+    if (std::memcmp(&v, &current, sizeof v) == 0) continue;
     if (CUresult r = set_stream_attribute(*d, id, v, fn)) return r;
   }
   return CUDA_SUCCESS;
