@@ -133,6 +133,9 @@ struct Allocation {
   int device = 0;
   unsigned flags = 0;
   unsigned long long buffer_id = 0;
+  // A mapping of virtual memory management (vmm.cpp): device memory of no context, freed only
+  // through cuMemUnmap (cuMemFree refuses it).
+  bool virtual_mapping = false;
 };
 
 struct PrimaryContext {

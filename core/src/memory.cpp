@@ -293,7 +293,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     std::unique_lock lock(core.alloc_mutex);
     auto it = core.allocations.find(dptr);
     if (it == core.allocations.end() ||
-        (it->second.kind != AllocKind::device && it->second.kind != AllocKind::managed))
+        (it->second.kind != AllocKind::device && it->second.kind != AllocKind::managed) ||
+        it->second.virtual_mapping)
       return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFree", "not the base of a live device allocation");
     a = it->second;
     core.allocations.erase(it);

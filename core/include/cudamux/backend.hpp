@@ -43,7 +43,8 @@ namespace cudamux::backend {
 // 3: Function::set_attribute; 4: LaunchDesc::cluster, Backend::launches_clusters (issue 7)
 // 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
 // 6: Function::occupancy, DeviceContext::get_limit/set_limit (the device's own answers)
-// 7: Queue::set_attribute (stream attributes), DeviceContext::reset_persisting_l2_cache
+// 7: Queue::set_attribute (stream attributes), DeviceContext::reset_persisting_l2_cache,
+//    Backend::virtual_memory (VirtualMemory)
 inline constexpr std::uint32_t kAbiVersion = 7;
 
 // Names of the symbols every plugin exports (extern "C"):
@@ -384,6 +385,40 @@ class DeviceContext {
   }
 };
 
+// Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...). The core checks
+// arguments against CUDA's rules, keeps the handles, reservations and mappings, and registers
+// mapped ranges as device memory (copies and pointer queries know them); the backend owns
+// address ranges and physical memory. Ordinals are the backend's. Addresses and sizes reach it
+// aligned to its granularity.
+class VirtualMemory {
+ public:
+  virtual ~VirtualMemory() = default;
+  // The granularity of physical allocations on `ordinal`: minimum or recommended; `shareable`
+  // holds the CU_MEM_HANDLE_TYPE_* bits the allocation must export to.
+  virtual Status granularity(int ordinal, unsigned shareable, bool recommended,
+                             std::size_t& out) = 0;
+  // A range of `size` bytes aligned to `alignment`, at `fixed` if not 0 and it is free (else
+  // anywhere).
+  virtual Status reserve(std::size_t size, std::size_t alignment, std::uintptr_t fixed,
+                         std::uintptr_t& out) = 0;
+  virtual Status free_range(std::uintptr_t base, std::size_t size) = 0;
+  // Physical memory of `size` bytes on `ordinal`; the handle is the backend's own.
+  virtual Status create(int ordinal, std::size_t size, unsigned shareable,
+                        std::uint64_t& handle) = 0;
+  virtual Status release(std::uint64_t handle) = 0;
+  // [va, va+size) of a reservation shows [offset, offset+size) of the physical memory; no
+  // device may access it until set_access.
+  virtual Status map(std::uintptr_t va, std::size_t size, std::size_t offset,
+                     std::uint64_t handle) = 0;
+  virtual Status unmap(std::uintptr_t va, std::size_t size) = 0;
+  // Access of device `ordinal` to mapped [va, va+size): CU_MEM_ACCESS_FLAGS_PROT_*.
+  virtual Status set_access(std::uintptr_t va, std::size_t size, int ordinal, unsigned prot) = 0;
+  // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: a new descriptor the caller owns; import takes
+  // one from this or another process (the caller keeps its descriptor) and tells the size.
+  virtual Status export_fd(std::uint64_t handle, int& fd) = 0;
+  virtual Status import_fd(int fd, std::uint64_t& handle, std::size_t& size) = 0;
+};
+
 // The plugin's root object.
 class Backend {
  public:
@@ -409,6 +444,9 @@ class Backend {
   [[nodiscard]] virtual std::string_view image_needs() const noexcept {
     return "modules compiled by its own NVRTC";
   }
+  // Virtual memory management; nullptr when the backend has none (the core answers
+  // CUDA_ERROR_NOT_SUPPORTED for every cuMem* VMM call then).
+  [[nodiscard]] virtual VirtualMemory* virtual_memory() noexcept { return nullptr; }
 };
 
 }  // namespace cudamux::backend

@@ -63,7 +63,14 @@ namespace cudamux::cuda {
 // (11.0): without it stream attributes stay the core's record only.
 #define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) \
   X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize) \
-  X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache)
+  X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)
+
+// Virtual memory management (10.2), passed through whole (NvidiaVirtualMemory); without any
+// one of them the backend offers none.
+#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                         \
+  X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)   \
+      X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) \
+          X(cuMemImportFromShareableHandle)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

@@ -1,6 +1,8 @@
 // The cuda backend: every operation passes through to NVIDIA's driver, loaded by full
 // path (driver_locator.hpp). It adds no behaviour of its own: values and errors are
 // NVIDIA's, mapped by the core with the identity (native codes are CUresult values).
+#include <sys/stat.h>
+
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -773,6 +775,89 @@ class NvidiaDevices final : public be::Devices {
   std::unique_ptr<std::atomic<std::int64_t>[]> cache_;  // [ordinal * kAttrs + attribute]
 };
 
+// Virtual memory management, NVIDIA's own: the core keeps the bookkeeping, NVIDIA the ranges
+// and the memory. Ordinals become NVIDIA's CUdevice through the backend's device slots.
+class NvidiaVirtualMemory final : public be::VirtualMemory {
+ public:
+  NvidiaVirtualMemory(const NvidiaApi& api, std::vector<CUdevice> devices)
+      : api_(api), devices_(std::move(devices)) {}
+
+  be::Status granularity(int ordinal, unsigned shareable, bool recommended,
+                         std::size_t& out) override {
+    CUmemAllocationProp prop = prop_of(ordinal, shareable);
+    return status(api_.cuMemGetAllocationGranularity(
+        &out, &prop,
+        recommended ? CU_MEM_ALLOC_GRANULARITY_RECOMMENDED : CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  }
+  be::Status reserve(std::size_t size, std::size_t alignment, std::uintptr_t fixed,
+                     std::uintptr_t& out) override {
+    CUdeviceptr p = 0;
+    const CUresult r = api_.cuMemAddressReserve(&p, size, alignment, fixed, 0);
+    out = p;
+    return status(r);
+  }
+  be::Status free_range(std::uintptr_t base, std::size_t size) override {
+    return status(api_.cuMemAddressFree(base, size));
+  }
+  be::Status create(int ordinal, std::size_t size, unsigned shareable,
+                    std::uint64_t& handle) override {
+    CUmemAllocationProp prop = prop_of(ordinal, shareable);
+    CUmemGenericAllocationHandle h = 0;
+    const CUresult r = api_.cuMemCreate(&h, size, &prop, 0);
+    handle = h;
+    return status(r);
+  }
+  be::Status release(std::uint64_t handle) override { return status(api_.cuMemRelease(handle)); }
+  be::Status map(std::uintptr_t va, std::size_t size, std::size_t offset,
+                 std::uint64_t handle) override {
+    return status(api_.cuMemMap(va, size, offset, handle, 0));
+  }
+  be::Status unmap(std::uintptr_t va, std::size_t size) override {
+    return status(api_.cuMemUnmap(va, size));
+  }
+  be::Status set_access(std::uintptr_t va, std::size_t size, int ordinal, unsigned prot) override {
+    CUmemAccessDesc desc{};
+    desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    desc.location.id = device(ordinal);
+    desc.flags = static_cast<CUmemAccess_flags>(prot);
+    return status(api_.cuMemSetAccess(va, size, &desc, 1));
+  }
+  be::Status export_fd(std::uint64_t handle, int& fd) override {
+    return status(api_.cuMemExportToShareableHandle(&fd, handle,
+                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  }
+  be::Status import_fd(int fd, std::uint64_t& handle, std::size_t& size) override {
+    CUmemGenericAllocationHandle h = 0;
+    const CUresult r = api_.cuMemImportFromShareableHandle(
+        &h, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (r != CUDA_SUCCESS) return status(r);
+    handle = h;
+    // NVIDIA answers the size through the file (a dma-buf / memfd of the allocation's size).
+    struct stat info {};
+    size = ::fstat(fd, &info) == 0 && info.st_size > 0 ? static_cast<std::size_t>(info.st_size) : 0;
+    return be::kOk;
+  }
+
+ private:
+  [[nodiscard]] CUdevice device(int ordinal) const noexcept {
+    return ordinal >= 0 && static_cast<std::size_t>(ordinal) < devices_.size()
+               ? devices_[static_cast<std::size_t>(ordinal)]
+               : -1;
+  }
+  [[nodiscard]] CUmemAllocationProp prop_of(int ordinal, unsigned shareable) const noexcept {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device(ordinal);
+    prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(shareable);
+    return prop;
+  }
+
+  const NvidiaApi& api_;
+  const std::vector<CUdevice> devices_;
+};
+
 class NvidiaBackend final : public be::Backend {
  public:
   NvidiaBackend(std::optional<OpenedDriver> driver, int count, const CudaConfig& config,
@@ -784,7 +869,20 @@ class NvidiaBackend final : public be::Backend {
         config_(config),
         log_(std::move(log)) {
     for (int i = 0; i < count; ++i) (void)driver_->api.cuDeviceGet(&devices_.slot(i).device, i);
+    if (driver_) {
+      const NvidiaApi& api = driver_->api;
+      bool complete = true;
+#define CUDAMUX_NVIDIA_HAS(name) complete = complete && api.name != nullptr;
+      CUDAMUX_NVIDIA_VMM_FUNCTIONS(CUDAMUX_NVIDIA_HAS)
+#undef CUDAMUX_NVIDIA_HAS
+      if (complete) {
+        std::vector<CUdevice> nvidia_devices;
+        for (int i = 0; i < count; ++i) nvidia_devices.push_back(devices_.slot(i).device);
+        vmm_ = std::make_unique<NvidiaVirtualMemory>(api, std::move(nvidia_devices));
+      }
+    }
   }
+  [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return vmm_.get(); }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "cuda"; }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
@@ -868,6 +966,7 @@ class NvidiaBackend final : public be::Backend {
   [[nodiscard]] const NvidiaApi& api() const noexcept { return driver_->api; }
 
  private:
+  std::unique_ptr<NvidiaVirtualMemory> vmm_;
   std::optional<OpenedDriver> driver_;
   NvidiaErrors errors_;
   NvidiaDevices devices_;

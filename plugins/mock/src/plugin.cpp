@@ -14,6 +14,7 @@
 #include "kernels.hpp"
 #include "memory.hpp"
 #include "queue.hpp"
+#include "vmm.hpp"
 
 namespace cudamux::mock {
 namespace {
@@ -317,9 +318,11 @@ class MockBackend final : public be::Backend {
   [[nodiscard]] be::Compiler* compiler() noexcept override {
     return faults_->any() ? static_cast<be::Compiler*>(&fault_compiler_) : &compiler_;
   }
+  [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return &vmm_; }
 
  private:
   MockErrors errors_;
+  MockVirtualMemory vmm_;
   HostMemory host_;
   MockDevices devices_;
   std::shared_ptr<KernelEnv> kernels_;

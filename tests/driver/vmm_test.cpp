@@ -1,0 +1,201 @@
+// Virtual memory management (issue 17): granularity, reservations, physical allocations, maps,
+// access, handles and POSIX file descriptor export/import, checked through the driver API on
+// every backend (oracle: NVIDIA's driver on the GPU machine).
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "conformance.hpp"
+
+namespace conformance {
+namespace {
+
+using Vmm = Driver;
+
+constexpr const char* kHipHasNoVmm =
+    "the hip backend offers no virtual memory management yet (docs/backends/hip.md)";
+
+CUmemAllocationProp device_prop(CUdevice dev, unsigned handle_types = 0) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handle_types);
+  return prop;
+}
+
+size_t granularity_of(CUdevice dev) {
+  const CUmemAllocationProp prop = device_prop(dev);
+  size_t g = 0;
+  EXPECT_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  return g;
+}
+
+CUmemAccessDesc read_write(CUdevice dev) {
+  CUmemAccessDesc d{};
+  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  d.location.id = dev;
+  d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return d;
+}
+
+TEST_F(Vmm, GranularityIsAPowerOfTwoAndPropertiesAreChecked) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const CUmemAllocationProp prop = device_prop(dev);
+  size_t minimum = 0, recommended = 0;
+  ASSERT_OK(cuMemGetAllocationGranularity(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  ASSERT_OK(
+      cuMemGetAllocationGranularity(&recommended, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  EXPECT_GT(minimum, 0u);
+  EXPECT_EQ(minimum & (minimum - 1), 0u) << minimum;
+  EXPECT_GE(recommended, minimum);
+  EXPECT_EQ(minimum % static_cast<size_t>(sysconf(_SC_PAGESIZE)), 0u);
+
+  size_t g = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemGetAllocationGranularity(nullptr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemGetAllocationGranularity(&g, nullptr, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CUmemAllocationProp bad = prop;
+  bad.type = CU_MEM_ALLOCATION_TYPE_INVALID;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemGetAllocationGranularity(&g, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  bad = prop;
+  bad.location.id = 4096;
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE,
+            cuMemGetAllocationGranularity(&g, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+}
+
+// Two physical allocations mapped side by side in one reservation behave as one buffer to
+// copies and memsets once they are accessible; handles come back from addresses.
+TEST_F(Vmm, MappedMemoryIsDeviceMemory) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  CUdeviceptr base = 0;
+  ASSERT_OK(cuMemAddressReserve(&base, 2 * g, 0, 0, 0));
+  ASSERT_NE(base, 0u);
+  EXPECT_EQ(base % g, 0u) << "reservations are aligned for mapping";
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle a = 0, b = 0;
+  ASSERT_OK(cuMemCreate(&a, g, &prop, 0));
+  ASSERT_OK(cuMemCreate(&b, g, &prop, 0));
+  ASSERT_OK(cuMemMap(base, g, 0, a, 0));
+  ASSERT_OK(cuMemMap(base + g, g, 0, b, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(base, 2 * g, &rw, 1));  // one call over both mappings
+  unsigned long long flags = 0;
+  ASSERT_OK(cuMemGetAccess(&flags, &rw.location, base + g + 64));
+  EXPECT_EQ(flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+
+  ASSERT_OK(cuMemsetD8_v2(base, 0x11, g));
+  std::vector<unsigned char> pattern(g);
+  for (size_t i = 0; i < g; ++i) pattern[i] = static_cast<unsigned char>(i * 7);
+  ASSERT_OK(cuMemcpyHtoD_v2(base + g, pattern.data(), g));
+  std::vector<unsigned char> back(g);
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), base + g, g));
+  EXPECT_EQ(back, pattern);
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), base, 16));
+  EXPECT_EQ(back[0], 0x11);
+  EXPECT_EQ(back[15], 0x11);
+  unsigned type = 0;
+  ASSERT_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, base + 8));
+  EXPECT_EQ(type, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+
+  CUmemGenericAllocationHandle retained = 0;
+  ASSERT_OK(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(base + g + 100)));
+  EXPECT_EQ(retained, b);
+  ASSERT_OK(cuMemRelease(retained));
+  CUmemAllocationProp read_back{};
+  ASSERT_OK(cuMemGetAllocationPropertiesFromHandle(&read_back, a));
+  EXPECT_EQ(read_back.location.id, dev);
+  EXPECT_EQ(read_back.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree_v2(base)) << "mapped memory is not cuMemAlloc's";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(base, 2 * g)) << "still mapped";
+  ASSERT_OK(cuMemUnmap(base, 2 * g));
+  ASSERT_OK(cuMemRelease(a));
+  ASSERT_OK(cuMemRelease(b));
+  ASSERT_OK(cuMemAddressFree(base, 2 * g));
+}
+
+TEST_F(Vmm, MapRulesAreEnforced) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  CUdeviceptr base = 0;
+  ASSERT_OK(cuMemAddressReserve(&base, 2 * g, 0, 0, 0));
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle h = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g / 2, &prop, 0)) << "not a granule";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g, &prop, 1)) << "flags";
+  ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base + 4096, g, 0, h, 0)) << "unaligned";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base, 2 * g, 0, h, 0)) << "past the allocation";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base, g, 0, h, 1)) << "flags";
+  ASSERT_OK(cuMemMap(base, g, 0, h, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  EXPECT_NE(cuMemSetAccess(base, 2 * g, &rw, 1), CUDA_SUCCESS) << "half of it is not mapped";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemUnmap(base, 2 * g)) << "more than was mapped";
+  // Released while mapped: the memory lives until the unmap.
+  ASSERT_OK(cuMemSetAccess(base, g, &rw, 1));
+  ASSERT_OK(cuMemRelease(h));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRelease(h)) << "released twice";
+  ASSERT_OK(cuMemsetD32_v2(base, 0xabcdef01u, g / 4));
+  unsigned word = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&word, base + g - 4, 4));
+  EXPECT_EQ(word, 0xabcdef01u);
+  ASSERT_OK(cuMemUnmap(base, g));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(base, g)) << "not the reserved size";
+  ASSERT_OK(cuMemAddressFree(base, 2 * g));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&base, 4095, 0, 0, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&base, g, 3, 0, 0));
+}
+
+// A POSIX file descriptor names the same physical memory: what one mapping writes, the
+// other reads.
+TEST_F(Vmm, FileDescriptorsShareThePhysicalMemory) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  const CUmemAllocationProp prop = device_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemGenericAllocationHandle h = 0, not_exportable = 0;
+  ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
+  int fd = -1;
+  ASSERT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  ASSERT_GE(fd, 0);
+  const CUmemAllocationProp plain = device_prop(dev);
+  ASSERT_OK(cuMemCreate(&not_exportable, g, &plain, 0));
+  int other_fd = -1;
+  EXPECT_NE(cuMemExportToShareableHandle(&other_fd, not_exportable,
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  ASSERT_OK(cuMemRelease(not_exportable));
+  CUmemGenericAllocationHandle imported = 0;
+  ASSERT_OK(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  close(fd);
+  CUdeviceptr first = 0, second = 0;
+  ASSERT_OK(cuMemAddressReserve(&first, g, 0, 0, 0));
+  ASSERT_OK(cuMemAddressReserve(&second, g, 0, 0, 0));
+  ASSERT_OK(cuMemMap(first, g, 0, h, 0));
+  ASSERT_OK(cuMemMap(second, g, 0, imported, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(first, g, &rw, 1));
+  ASSERT_OK(cuMemSetAccess(second, g, &rw, 1));
+  const unsigned value = 0x5eedf00d;
+  ASSERT_OK(cuMemcpyHtoD_v2(first + 256, &value, sizeof value));
+  unsigned seen = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&seen, second + 256, sizeof seen));
+  EXPECT_EQ(seen, value);
+  ASSERT_OK(cuMemUnmap(first, g));
+  ASSERT_OK(cuMemUnmap(second, g));
+  ASSERT_OK(cuMemRelease(h));
+  ASSERT_OK(cuMemRelease(imported));
+  ASSERT_OK(cuMemAddressFree(first, g));
+  ASSERT_OK(cuMemAddressFree(second, g));
+}
+
+}  // namespace
+}  // namespace conformance
