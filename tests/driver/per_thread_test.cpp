@@ -62,6 +62,28 @@ TEST_F(PerThread, NullStreamIsThePerThreadStream) {
             cuStreamGetFlags_ptsz(reinterpret_cast<CUstream>(0x5555), &flags));
 }
 
+// The _ptsz forms of the stream attribute calls: the null stream is the per-thread stream,
+// whose attributes are its own (the legacy stream's stay as they were).
+TEST_F(PerThread, StreamAttributesOfThePerThreadStream) {
+  CUstreamAttrValue v{};
+  v.syncPolicy = CU_SYNC_POLICY_YIELD;
+  ASSERT_OK(cuStreamSetAttribute_ptsz(nullptr, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+  CUstreamAttrValue read{};
+  ASSERT_OK(cuStreamGetAttribute(CU_STREAM_PER_THREAD, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+                                 &read));
+  EXPECT_EQ(read.syncPolicy, CU_SYNC_POLICY_YIELD);
+  ASSERT_OK(cuStreamGetAttribute(CU_STREAM_LEGACY, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+                                 &read));
+  EXPECT_NE(read.syncPolicy, CU_SYNC_POLICY_YIELD);
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  ASSERT_OK(cuStreamCopyAttributes_ptsz(s, nullptr));
+  read = {};
+  ASSERT_OK(cuStreamGetAttribute_ptsz(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &read));
+  EXPECT_EQ(read.syncPolicy, CU_SYNC_POLICY_YIELD);
+  ASSERT_OK(cuStreamDestroy_v2(s));
+}
+
 TEST_F(PerThread, EachHostThreadHasItsOwnStream) {
   unsigned long long mine = 0;
   ASSERT_OK(cuStreamGetId_ptsz(nullptr, &mine));

@@ -57,14 +57,17 @@ TEST_F(Vmm, GranularityIsAPowerOfTwoAndPropertiesAreChecked) {
             cuMemGetAllocationGranularity(nullptr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemGetAllocationGranularity(&g, nullptr, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetAllocationGranularity(
+                                          &g, &prop, static_cast<CUmemAllocationGranularity_flags>(7)));
+  // The properties are checked where memory is made, not here (oracle: NVIDIA's driver 580
+  // answers an invalid type or device with the system's granularity).
   CUmemAllocationProp bad = prop;
   bad.type = CU_MEM_ALLOCATION_TYPE_INVALID;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemGetAllocationGranularity(&g, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CUmemGenericAllocationHandle h = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, minimum, &bad, 0));
   bad = prop;
   bad.location.id = 4096;
-  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE,
-            cuMemGetAllocationGranularity(&g, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  EXPECT_NE(cuMemCreate(&h, minimum, &bad, 0), CUDA_SUCCESS);
 }
 
 // Two physical allocations mapped side by side in one reservation behave as one buffer to
@@ -132,12 +135,16 @@ TEST_F(Vmm, MapRulesAreEnforced) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g, &prop, 1)) << "flags";
   ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base + 4096, g, 0, h, 0)) << "unaligned";
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base, 2 * g, 0, h, 0)) << "past the allocation";
+  // oracle: NVIDIA's driver 580 answers CUDA_ERROR_NOT_SUPPORTED here.
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemMap(base, 2 * g, 0, h, 0)) << "past the allocation";
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base, g, 0, h, 1)) << "flags";
   ASSERT_OK(cuMemMap(base, g, 0, h, 0));
   const CUmemAccessDesc rw = read_write(dev);
   EXPECT_NE(cuMemSetAccess(base, 2 * g, &rw, 1), CUDA_SUCCESS) << "half of it is not mapped";
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemUnmap(base, 2 * g)) << "more than was mapped";
+  // A range with unmapped space in it unmaps what is mapped there (oracle: NVIDIA's 580).
+  ASSERT_OK(cuMemUnmap(base, 2 * g));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetAccess(base, g, &rw, 1)) << "no longer mapped";
+  ASSERT_OK(cuMemMap(base, g, 0, h, 0));
   // Released while mapped: the memory lives until the unmap.
   ASSERT_OK(cuMemSetAccess(base, g, &rw, 1));
   ASSERT_OK(cuMemRelease(h));
