@@ -128,8 +128,8 @@ int blocks_per_sm(const Function& f, const Limits& l, long long block_size,
 }
 
 // blocks_per_sm as the device's own calculator answers it where the backend has one.
-int device_blocks_per_sm(const Function& f, const Limits& l, int block_size,
-                         std::size_t dyn_shared, unsigned flags) {
+int device_blocks_per_sm(const Function& f, const Limits& l, int block_size, std::size_t dyn_shared,
+                         unsigned flags) {
   backend::OccupancyQuery q;
   q.kind = backend::OccupancyKind::active_blocks;
   q.block_size = block_size;

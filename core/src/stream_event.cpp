@@ -355,10 +355,12 @@ CUresult stream_copy_attributes(CUstream dst, CUstream src, bool per_thread) {
   if (CUresult r = core::resolve_stream(dst, per_thread, d)) return r;
   if (CUresult r = core::resolve_stream(src, per_thread, from)) return r;
   if (d == from) return CUDA_SUCCESS;
-  constexpr CUlaunchAttributeID kCopied[] = {
-      CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
-      CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
-      CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING};
+  constexpr CUlaunchAttributeID kCopied[] = {CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+                                             CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+                                             CU_LAUNCH_ATTRIBUTE_PRIORITY,
+                                             CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+                                             CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+                                             CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING};
   for (const CUlaunchAttributeID id : kCopied) {
     CUlaunchAttributeValue v{}, current{};
     {

@@ -22,8 +22,8 @@ struct Physical {
   std::uint64_t backend = 0;  // the backend's handle
   std::size_t size = 0;
   CUmemAllocationProp prop{};
-  int retains = 1;    // cuMemCreate / import and each cuMemRetainAllocationHandle
-  int mappings = 0;   // live cuMemMap ranges showing it
+  int retains = 1;   // cuMemCreate / import and each cuMemRetainAllocationHandle
+  int mappings = 0;  // live cuMemMap ranges showing it
 };
 
 struct Mapping {
@@ -46,17 +46,18 @@ State& state() {
   return s;
 }
 
-constexpr unsigned kKnownHandleTypes =
-    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_WIN32 |
-    CU_MEM_HANDLE_TYPE_WIN32_KMT | CU_MEM_HANDLE_TYPE_FABRIC;
+constexpr unsigned kKnownHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+                                       CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT |
+                                       CU_MEM_HANDLE_TYPE_FABRIC;
 
 CUresult vmm_backend(backend::VirtualMemory*& out, const char* fn) {
   Core& core = Core::get();
   out = core.backend().virtual_memory();
   if (out) return CUDA_SUCCESS;
-  core.log().warn("{}: the '{}' backend has no virtual memory management: returning "
-                  "CUDA_ERROR_NOT_SUPPORTED",
-                  fn, core.backend().name());
+  core.log().warn(
+      "{}: the '{}' backend has no virtual memory management: returning "
+      "CUDA_ERROR_NOT_SUPPORTED",
+      fn, core.backend().name());
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -64,17 +65,20 @@ CUresult vmm_backend(backend::VirtualMemory*& out, const char* fn) {
 CUresult check_prop(const CUmemAllocationProp* prop, int& device, const char* fn) {
   if (!prop) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null allocation properties");
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "allocation type is not CU_MEM_ALLOCATION_TYPE_PINNED");
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "allocation type is not CU_MEM_ALLOCATION_TYPE_PINNED");
   if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-    Core::get().log().warn("{}: memory located elsewhere than on a device is not supported by "
-                           "cudamux yet: returning CUDA_ERROR_NOT_SUPPORTED",
-                           fn);
+    Core::get().log().warn(
+        "{}: memory located elsewhere than on a device is not supported by "
+        "cudamux yet: returning CUDA_ERROR_NOT_SUPPORTED",
+        fn);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   if (!Core::get().valid_device(prop->location.id))
     return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
   const unsigned types = prop->requestedHandleTypes;
-  if (types & ~kKnownHandleTypes) return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown handle type");
+  if (types & ~kKnownHandleTypes)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown handle type");
   if (types & (CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT))
     return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "Windows handle types on Linux");
   device = prop->location.id;
@@ -84,7 +88,8 @@ CUresult check_prop(const CUmemAllocationProp* prop, int& device, const char* fn
 CUresult granularity_of(backend::VirtualMemory& vm, int device, unsigned types, bool recommended,
                         std::size_t& out, const char* fn) {
   Core& core = Core::get();
-  if (CUresult r = core.map(vm.granularity(core.backend_ordinal(device), types, recommended, out), fn))
+  if (CUresult r =
+          core.map(vm.granularity(core.backend_ordinal(device), types, recommended, out), fn))
     return r;
   if (out == 0 || (out & (out - 1)) != 0)
     return reject(CUDA_ERROR_UNKNOWN, fn, "the backend's granularity is not a power of two");
@@ -236,17 +241,18 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   backend::VirtualMemory* vm = nullptr;
   if (CUresult r = core::vmm_backend(vm, fn)) return r;
   std::size_t granule = 0;
-  if (CUresult r = core::granularity_of(*vm, device, prop->requestedHandleTypes, false, granule, fn))
+  if (CUresult r =
+          core::granularity_of(*vm, device, prop->requestedHandleTypes, false, granule, fn))
     return r;
   if (size == 0 || !core::aligned(size, granule))
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "size is not a positive multiple of the granularity");
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "size is not a positive multiple of the granularity");
   core::Physical p;
   p.size = size;
   p.prop = *prop;
   core::Core& c = core::Core::get();
-  if (CUresult r = c.map(vm->create(c.backend_ordinal(device), size, prop->requestedHandleTypes,
-                                    p.backend),
-                         fn))
+  if (CUresult r = c.map(
+          vm->create(c.backend_ordinal(device), size, prop->requestedHandleTypes, p.backend), fn))
     return r;
   core::State& s = core::state();
   std::lock_guard lock(s.mutex);
@@ -281,8 +287,8 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
   core::Physical& p = it->second;
   std::size_t granule = 0;
-  if (CUresult r = core::granularity_of(*vm, p.prop.location.id, p.prop.requestedHandleTypes,
-                                        false, granule, fn))
+  if (CUresult r = core::granularity_of(*vm, p.prop.location.id, p.prop.requestedHandleTypes, false,
+                                        granule, fn))
     return r;
   if (size == 0 || !core::aligned(ptr, granule) || !core::aligned(size, granule) ||
       offset % granule != 0)
@@ -358,14 +364,16 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* des
     const std::uintptr_t hi = std::min<std::uintptr_t>(it->first + it->second.size, ptr + size);
     for (size_t i = 0; i < count; ++i) {
       const int dev = desc[i].location.id;
-      if (CUresult r = c.map(vm->set_access(lo, hi - lo, c.backend_ordinal(dev), desc[i].flags), fn))
+      if (CUresult r =
+              c.map(vm->set_access(lo, hi - lo, c.backend_ordinal(dev), desc[i].flags), fn))
         return r;
       it->second.access[static_cast<std::size_t>(dev)] = desc[i].flags;
     }
     // Device memory for the registry once some device may touch it.
     const auto& access = it->second.access;
-    const bool reachable = std::any_of(access.begin(), access.end(),
-                                       [](unsigned f) { return f != CU_MEM_ACCESS_FLAGS_PROT_NONE; });
+    const bool reachable = std::any_of(access.begin(), access.end(), [](unsigned f) {
+      return f != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    });
     const auto p = s.physicals.find(it->second.handle);
     if (reachable && p != s.physicals.end())
       core::register_mapping(it->first, it->second, p->second.prop.location.id);
@@ -422,9 +430,10 @@ CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocat
   if (!shareableHandle) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "flags must be 0");
   if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    core::Core::get().log().warn("{}: handle type {} is not supported by cudamux yet (POSIX file "
-                                 "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
-                                 fn, static_cast<int>(handleType));
+    core::Core::get().log().warn(
+        "{}: handle type {} is not supported by cudamux yet (POSIX file "
+        "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
+        fn, static_cast<int>(handleType));
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   backend::VirtualMemory* vm = nullptr;
@@ -448,9 +457,10 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, vo
   const char* fn = "cuMemImportFromShareableHandle";
   if (!handle) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    core::Core::get().log().warn("{}: handle type {} is not supported by cudamux yet (POSIX file "
-                                 "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
-                                 fn, static_cast<int>(shHandleType));
+    core::Core::get().log().warn(
+        "{}: handle type {} is not supported by cudamux yet (POSIX file "
+        "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
+        fn, static_cast<int>(shHandleType));
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   // The descriptor travels in the pointer's value, as CUDA documents for POSIX handles.

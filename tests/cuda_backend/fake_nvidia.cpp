@@ -884,9 +884,9 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsign
 // Occupancy: fixed, recognisable answers, so a test sees that NVIDIA's calculator answered
 // and not the core's model; the arguments are logged.
 FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, CUfunction f,
-                                                                         int block,
-                                                                         std::size_t dyn,
-                                                                         unsigned flags) {
+                                                                          int block,
+                                                                          std::size_t dyn,
+                                                                          unsigned flags) {
   FAKE_COUNT();
   log("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags " +
       reinterpret_cast<FakeFunction*>(f)->name + " " + std::to_string(block) + " " +
@@ -904,8 +904,8 @@ FAKE_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(std::size_t* bytes,
   return CUDA_SUCCESS;
 }
 static std::string cluster_config(const CUlaunchConfig* c) {
-  std::string line = "block " + std::to_string(c->blockDimX) + " shared " +
-                     std::to_string(c->sharedMemBytes);
+  std::string line =
+      "block " + std::to_string(c->blockDimX) + " shared " + std::to_string(c->sharedMemBytes);
   for (unsigned i = 0; i < c->numAttrs; ++i) {
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
       line += " cluster " + std::to_string(c->attrs[i].value.clusterDim.x);

@@ -72,8 +72,8 @@ TEST_F(PerThread, StreamAttributesOfThePerThreadStream) {
   ASSERT_OK(cuStreamGetAttribute(CU_STREAM_PER_THREAD, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
                                  &read));
   EXPECT_EQ(read.syncPolicy, CU_SYNC_POLICY_YIELD);
-  ASSERT_OK(cuStreamGetAttribute(CU_STREAM_LEGACY, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
-                                 &read));
+  ASSERT_OK(
+      cuStreamGetAttribute(CU_STREAM_LEGACY, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &read));
   EXPECT_NE(read.syncPolicy, CU_SYNC_POLICY_YIELD);
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

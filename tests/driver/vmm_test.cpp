@@ -57,8 +57,9 @@ TEST_F(Vmm, GranularityIsAPowerOfTwoAndPropertiesAreChecked) {
             cuMemGetAllocationGranularity(nullptr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemGetAllocationGranularity(&g, nullptr, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetAllocationGranularity(
-                                          &g, &prop, static_cast<CUmemAllocationGranularity_flags>(7)));
+  EXPECT_CU(
+      CUDA_ERROR_INVALID_VALUE,
+      cuMemGetAllocationGranularity(&g, &prop, static_cast<CUmemAllocationGranularity_flags>(7)));
   // The properties are checked where memory is made, not here (oracle: NVIDIA's driver 580
   // answers an invalid type or device with the system's granularity).
   CUmemAllocationProp bad = prop;
@@ -180,7 +181,8 @@ TEST_F(Vmm, FileDescriptorsShareThePhysicalMemory) {
             CUDA_SUCCESS);
   ASSERT_OK(cuMemRelease(not_exportable));
   CUmemGenericAllocationHandle imported = 0;
-  ASSERT_OK(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+  ASSERT_OK(cuMemImportFromShareableHandle(&imported,
+                                           reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
   close(fd);
   CUdeviceptr first = 0, second = 0;

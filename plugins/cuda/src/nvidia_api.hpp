@@ -11,7 +11,8 @@ namespace cudamux::cuda {
 #define CUDAMUX_NVIDIA_FUNCTIONS(X)                                                                \
   X(cuInit)                                                                                        \
   X(cuDriverGetVersion)                                                                            \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(   \
+  X(cuGetErrorName)                                                                                \
+  X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(                     \
       cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)  \
       X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
           X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)    \
@@ -31,22 +32,22 @@ namespace cudamux::cuda {
 
 // Modules and launches (issue 7). cuModuleEnumerateFunctions and cuFuncGetParamInfo
 // arrived with CUDA 12.4: older drivers are refused (cudamux presents CUDA 13.0).
-#define CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X) \
-  X(cuModuleLoadData)                      \
-  X(cuModuleUnload)                        \
-  X(cuModuleGetFunction)                   \
-  X(cuModuleGetGlobal_v2)                  \
-  X(cuModuleGetFunctionCount)              \
-  X(cuModuleEnumerateFunctions)            \
-  X(cuFuncGetName)                         \
-  X(cuFuncGetParamInfo)                    \
-  X(cuFuncGetAttribute)                    \
-  X(cuFuncSetAttribute)                    \
-  X(cuLaunchKernel)                        \
-  X(cuLaunchCooperativeKernel)             \
+#define CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)                \
+  X(cuModuleLoadData)                                     \
+  X(cuModuleUnload)                                       \
+  X(cuModuleGetFunction)                                  \
+  X(cuModuleGetGlobal_v2)                                 \
+  X(cuModuleGetFunctionCount)                             \
+  X(cuModuleEnumerateFunctions)                           \
+  X(cuFuncGetName)                                        \
+  X(cuFuncGetParamInfo)                                   \
+  X(cuFuncGetAttribute)                                   \
+  X(cuFuncSetAttribute)                                   \
+  X(cuLaunchKernel)                                       \
+  X(cuLaunchCooperativeKernel)                            \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-  X(cuOccupancyAvailableDynamicSMemPerBlock) \
-  X(cuCtxGetLimit)                         \
+  X(cuOccupancyAvailableDynamicSMemPerBlock)              \
+  X(cuCtxGetLimit)                                        \
   X(cuCtxSetLimit)
 
 // NVIDIA's synchronous copies, for large pageable host-to-device copies on an idle queue
@@ -61,15 +62,17 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X) \
-  X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize) \
-  X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                    \
+  X(cuLaunchKernelEx)                                                                           \
+  X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) \
+      X(cuCtxResetPersistingL2Cache) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)
 
 // Virtual memory management (10.2), passed through whole (NvidiaVirtualMemory); without any
 // one of them the backend offers none.
-#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                         \
-  X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)   \
-      X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) \
+#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                 \
+  X(cuMemGetAllocationGranularity)                                                      \
+  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) \
+      X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle)                   \
           X(cuMemImportFromShareableHandle)
 
 struct NvidiaApi {

@@ -1,9 +1,8 @@
 // The cuda backend: every operation passes through to NVIDIA's driver, loaded by full
 // path (driver_locator.hpp). It adds no behaviour of its own: values and errors are
 // NVIDIA's, mapped by the core with the identity (native codes are CUresult values).
-#include <sys/stat.h>
-
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <atomic>
@@ -138,8 +137,7 @@ class NvidiaFunction final : public be::Function {
     for (auto& c : cache_) c.store(kUncached, std::memory_order_relaxed);  // NVIDIA's say again
     return status(r);
   }
-  bool occupancy(const be::OccupancyQuery& q, std::size_t& value,
-                 be::Status& st) const override {
+  bool occupancy(const be::OccupancyQuery& q, std::size_t& value, be::Status& st) const override {
     if (st = make_current(api_, ctx_); !st.ok()) return true;
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
     int count = 0;

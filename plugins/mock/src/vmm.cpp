@@ -29,8 +29,8 @@ backend::Status MockVirtualMemory::reserve(std::size_t size, std::size_t alignme
   constexpr int kFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   if (fixed != 0 && fixed % alignment == 0) {
     // The requested address when it is free (MAP_FIXED_NOREPLACE never replaces a mapping).
-    void* p = ::mmap(reinterpret_cast<void*>(fixed), size, PROT_NONE,
-                     kFlags | MAP_FIXED_NOREPLACE, -1, 0);
+    void* p = ::mmap(reinterpret_cast<void*>(fixed), size, PROT_NONE, kFlags | MAP_FIXED_NOREPLACE,
+                     -1, 0);
     if (p != MAP_FAILED) {
       if (reinterpret_cast<std::uintptr_t>(p) == fixed) {
         out = fixed;
@@ -47,7 +47,8 @@ backend::Status MockVirtualMemory::reserve(std::size_t size, std::size_t alignme
   const auto raw = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t base = (raw + alignment - 1) / alignment * alignment;
   if (base > raw) ::munmap(p, base - raw);
-  if (raw + span > base + size) ::munmap(reinterpret_cast<void*>(base + size), raw + span - base - size);
+  if (raw + span > base + size)
+    ::munmap(reinterpret_cast<void*>(base + size), raw + span - base - size);
   out = base;
   return backend::kOk;
 }
@@ -96,7 +97,7 @@ backend::Status MockVirtualMemory::set_access(std::uintptr_t va, std::size_t siz
   if (prot == CU_MEM_ACCESS_FLAGS_PROT_READ) native = PROT_READ;
   if (prot == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) native = PROT_READ | PROT_WRITE;
   return ::mprotect(reinterpret_cast<void*>(va), size, native) == 0 ? backend::kOk
-                                                                     : st(CUDA_ERROR_INVALID_VALUE);
+                                                                    : st(CUDA_ERROR_INVALID_VALUE);
 }
 
 backend::Status MockVirtualMemory::export_fd(std::uint64_t handle, int& fd) {
