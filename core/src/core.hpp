@@ -341,7 +341,8 @@ struct Library {
   // Guarded by the module registry lock (module.cpp):
   std::map<Context*, Module*> modules;  // per-context, loaded lazily
   std::map<std::string, Kernel*, std::less<>> kernels;
-  std::vector<std::string> kernel_names;  // from the first module loaded
+  std::vector<std::string> kernel_names;  // every kernel, once listed (names_listed)
+  bool names_listed = false;
 };
 
 // Function for a CUfunction handle, or for a CUkernel cast to CUfunction (CUDA allows

@@ -147,10 +147,7 @@ CUresult library_module_locked(Library& lib, Context& ctx, Module*& out, const c
     out = it->second;
     return CUDA_SUCCESS;
   }
-  if (CUresult r = load_module_locked(ctx, lib.image_ptr, &lib, out, fn)) return r;
-  if (lib.kernel_names.empty())
-    for (auto n : out->impl->function_names()) lib.kernel_names.emplace_back(n);
-  return CUDA_SUCCESS;
+  return load_module_locked(ctx, lib.image_ptr, &lib, out, fn);
 }
 
 CUresult module_of(CUmodule h, Module*& out, const char* fn) {
@@ -724,11 +721,37 @@ static CUresult current_library_module(Library& lib, Module*& m, const char* fn)
   return core::library_module_locked(lib, *ctx, m, fn);
 }
 
-// Kernel names of the library: from any module already loaded, else one loaded now.
+// Every kernel name of the library, enumerated once from a module of it (one loaded in the
+// current context if none is). Only cuLibraryGetKernelCount / EnumerateKernels need the whole
+// list: enumerating a library of thousands of kernels (cuBLAS's) costs a driver call each.
 static CUresult library_names(Library& lib, const char* fn) {
-  if (!lib.kernel_names.empty() || !lib.modules.empty()) return CUDA_SUCCESS;
+  if (lib.names_listed) return CUDA_SUCCESS;
   Module* m = nullptr;
-  return current_library_module(lib, m, fn);
+  if (!lib.modules.empty()) {
+    m = lib.modules.begin()->second;
+  } else if (CUresult r = current_library_module(lib, m, fn)) {
+    return r;
+  }
+  lib.kernel_names.clear();
+  for (auto n : m->impl->function_names()) lib.kernel_names.emplace_back(n);
+  lib.names_listed = true;
+  return CUDA_SUCCESS;
+}
+
+// Whether the library has a kernel `name`: asked of one module for that name alone.
+static CUresult library_has_kernel(Library& lib, const char* name, bool& has, const char* fn) {
+  if (lib.names_listed) {
+    has = std::find(lib.kernel_names.begin(), lib.kernel_names.end(), name) != lib.kernel_names.end();
+    return CUDA_SUCCESS;
+  }
+  Module* m = nullptr;
+  if (!lib.modules.empty()) {
+    m = lib.modules.begin()->second;
+  } else if (CUresult r = current_library_module(lib, m, fn)) {
+    return r;
+  }
+  has = m->impl->function(name) != nullptr;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
@@ -740,9 +763,9 @@ CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* na
     *pKernel = it->second->handle;
     return CUDA_SUCCESS;
   }
-  if (CUresult r = library_names(*lib, "cuLibraryGetKernel")) return r;
-  if (std::find(lib->kernel_names.begin(), lib->kernel_names.end(), name) == lib->kernel_names.end())
-    return reject(CUDA_ERROR_NOT_FOUND, "cuLibraryGetKernel", "no kernel of that name");
+  bool has = false;
+  if (CUresult r = library_has_kernel(*lib, name, has, "cuLibraryGetKernel")) return r;
+  if (!has) return reject(CUDA_ERROR_NOT_FOUND, "cuLibraryGetKernel", "no kernel of that name");
   auto k = std::make_unique<Kernel>();
   k->library = lib;
   k->name = name;

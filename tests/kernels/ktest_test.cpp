@@ -392,6 +392,24 @@ TEST_F(Kernels, OccupancyCalculator) {
   EXPECT_EQ(size_t(48 * 1024), avail);  // capped by the kernel's dynamic limit
 }
 
+// cuLibraryGetKernel before anything listed the library's kernels asks the module for that one
+// name (a library of thousands of kernels is not enumerated for it); the count comes later.
+TEST_F(Kernels, LibraryKernelLookupByNameAlone) {
+  CUlibrary lib = nullptr;
+  ASSERT_CU(CUDA_SUCCESS, cuLibraryLoadData(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUkernel k = nullptr;
+  EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&k, lib, "nope"));
+  ASSERT_CU(CUDA_SUCCESS, cuLibraryGetKernel(&k, lib, "record3"));
+  unsigned count = 0;
+  EXPECT_CU(CUDA_SUCCESS, cuLibraryGetKernelCount(&count, lib));
+  EXPECT_EQ(8u, count);
+  CUkernel again = nullptr;
+  EXPECT_CU(CUDA_SUCCESS, cuLibraryGetKernel(&again, lib, "record3"));
+  EXPECT_EQ(k, again);
+  EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&again, lib, "nope"));
+  EXPECT_CU(CUDA_SUCCESS, cuLibraryUnload(lib));
+}
+
 TEST_F(Kernels, LibrariesAndContextIndependentKernels) {
   CUlibrary lib = nullptr;
   std::string copy = kImage;  // freed before use: the library must keep its own copy
