@@ -44,7 +44,7 @@ namespace cudamux::backend {
 // 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
 // 6: Function::occupancy, DeviceContext::get_limit/set_limit (the device's own answers)
 // 7: Queue::set_attribute (stream attributes), DeviceContext::reset_persisting_l2_cache,
-//    Backend::virtual_memory (VirtualMemory)
+//    Backend::virtual_memory (VirtualMemory), Backend::native_host_function
 inline constexpr std::uint32_t kAbiVersion = 7;
 
 // Names of the symbols every plugin exports (extern "C"):
@@ -447,6 +447,14 @@ class Backend {
   // Virtual memory management; nullptr when the backend has none (the core answers
   // CUDA_ERROR_NOT_SUPPORTED for every cuMem* VMM call then).
   [[nodiscard]] virtual VirtualMemory* virtual_memory() noexcept { return nullptr; }
+  // A function of the device's own driver that works on host data alone (it encodes a
+  // descriptor and takes no handles, so the program's arguments mean the same to it), for the
+  // core to call as is: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col,
+  // cuTensorMapEncodeIm2colWide, cuTensorMapReplaceAddress. nullptr when there is none.
+  [[nodiscard]] virtual void* native_host_function(std::string_view name) noexcept {
+    (void)name;
+    return nullptr;
+  }
 };
 
 }  // namespace cudamux::backend

@@ -12,8 +12,9 @@ namespace cudamux::cuda {
   X(cuInit)                                                                                        \
   X(cuDriverGetVersion)                                                                            \
   X(cuGetErrorName)                                                                                \
-  X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(                     \
-      cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)  \
+  X(cuGetErrorString)                                                                              \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetUuid_v2) X(                   \
+      cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                        \
       X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
           X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)    \
               X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)            \
@@ -62,18 +63,24 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                    \
-  X(cuLaunchKernelEx)                                                                           \
-  X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) \
-      X(cuCtxResetPersistingL2Cache) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                   \
+  X(cuLaunchKernelEx)                                                                          \
+  X(cuOccupancyMaxActiveClusters)                                                              \
+  X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) \
+      CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)
+
+// Host-only encoders handed to the core as they are (Backend::native_host_function).
+#define CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
+  X(cuTensorMapEncodeTiled)              \
+  X(cuTensorMapEncodeIm2col) X(cuTensorMapEncodeIm2colWide) X(cuTensorMapReplaceAddress)
 
 // Virtual memory management (10.2), passed through whole (NvidiaVirtualMemory); without any
 // one of them the backend offers none.
-#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                 \
-  X(cuMemGetAllocationGranularity)                                                      \
-  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) \
-      X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle)                   \
-          X(cuMemImportFromShareableHandle)
+#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                          \
+  X(cuMemGetAllocationGranularity)                                                               \
+  X(cuMemAddressReserve)                                                                         \
+  X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
+      X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

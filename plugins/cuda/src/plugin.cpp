@@ -881,6 +881,15 @@ class NvidiaBackend final : public be::Backend {
     }
   }
   [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return vmm_.get(); }
+  [[nodiscard]] void* native_host_function(std::string_view name) noexcept override {
+    if (!driver_) return nullptr;
+    const NvidiaApi& api = driver_->api;
+#define CUDAMUX_NVIDIA_HOST(fn) \
+  if (name == #fn) return reinterpret_cast<void*>(api.fn);
+    CUDAMUX_NVIDIA_HOST_FUNCTIONS(CUDAMUX_NVIDIA_HOST)
+#undef CUDAMUX_NVIDIA_HOST
+    return nullptr;
+  }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "cuda"; }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
