@@ -32,8 +32,8 @@ Fn native(const char* name) {
 
 CUresult check_map(const CUtensorMap* map, const char* fn) {
   if (!map) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null tensor map");
-  if (reinterpret_cast<std::uintptr_t>(map) % 64 != 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "tensor map not aligned to 64 bytes");
+  // CUDA documents 64-byte alignment for the map, but NVIDIA's driver 580 encodes into any
+  // address (it is host memory until copied into a kernel parameter): so does cudamux.
   return CUDA_SUCCESS;
 }
 

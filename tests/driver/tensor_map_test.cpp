@@ -27,13 +27,15 @@ TEST_F(TensorMap, EncodersCheckArgumentsAndEncodeWhereTheDeviceCan) {
                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   };
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, tiled(nullptr, 2, address));
-  auto* misaligned = reinterpret_cast<CUtensorMap*>(reinterpret_cast<char*>(&map) + 8);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, tiled(misaligned, 2, address));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, tiled(&map, 0, address));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, tiled(&map, 6, address));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, tiled(&map, 2, static_cast<char*>(address) + 4));
 
   const CUresult expected = backend_has_tma() ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+  // oracle: NVIDIA's driver 580 encodes into a map that is not 64-byte aligned, despite the
+  // documentation; cudamux does not refuse it either.
+  alignas(64) unsigned char storage[sizeof(CUtensorMap) + 64] = {};
+  EXPECT_CU(expected, tiled(reinterpret_cast<CUtensorMap*>(storage + 8), 2, address));
   EXPECT_CU(expected, tiled(&map, 2, address));
   EXPECT_CU(expected, cuTensorMapReplaceAddress(&map, static_cast<char*>(address) + 256));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
