@@ -155,6 +155,7 @@ void destroy_context_contents(Context& ctx) {
           (void)ctx.impl->unregister_host(p);
           break;
         case AllocKind::managed:
+          forget_managed_hints(a.buffer_id);
           (void)ctx.impl->free_managed(p);
           break;
       }

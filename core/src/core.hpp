@@ -350,6 +350,8 @@ struct Library {
 CUresult function_for_launch(CUfunction f, Context* ctx, Function*& out) noexcept;
 // A device attribute from the backend, or `fallback` when it cannot answer.
 int device_attribute_or(int ordinal, CUdevice_attribute attr, int fallback) noexcept;
+// Drops the managed-memory hints recorded for an allocation that is freed (managed_hints.cpp).
+void forget_managed_hints(unsigned long long buffer_id) noexcept;
 // Whether the core's own limit record answers `limit` for ctx's device (context.cpp).
 bool limit_supported(const Context& ctx, CUlimit limit);
 // A function attribute: the values set through cuFuncSetAttribute first, then the backend,

@@ -303,6 +303,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   // them may have work queued on this memory (issue 9).
   core::quiesce_all_contexts();
   void* p = reinterpret_cast<void*>(dptr);
+  if (a.kind == AllocKind::managed) core::forget_managed_hints(a.buffer_id);
   return core.map(a.kind == AllocKind::device ? a.ctx->impl->free(p) : a.ctx->impl->free_managed(p), "cuMemFree");
 }
 

@@ -70,6 +70,28 @@ TEST_F(Runtime, StreamAttributesRoundTrip) {
   ASSERT_RT(cudaStreamDestroy(b));
 }
 
+// Managed memory hints through the runtime (cudaMemLocation forms of CUDA 13).
+TEST_F(Runtime, ManagedHintsRoundTrip) {
+  float* m = nullptr;
+  ASSERT_RT(cudaMallocManaged(reinterpret_cast<void**>(&m), 1 << 20, cudaMemAttachGlobal));
+  cudaMemLocation device{};
+  device.type = cudaMemLocationTypeDevice;
+  device.id = 0;
+  ASSERT_RT(cudaMemAdvise(m, 1 << 20, cudaMemAdviseSetReadMostly, device));
+  ASSERT_RT(cudaMemPrefetchAsync(m, 1 << 20, device, 0, nullptr));
+  ASSERT_RT(cudaDeviceSynchronize());
+  int read_mostly = 0, last = -5;
+  ASSERT_RT(cudaMemRangeGetAttribute(&read_mostly, sizeof read_mostly,
+                                     cudaMemRangeAttributeReadMostly, m, 1 << 20));
+  EXPECT_EQ(read_mostly, 1);
+  void* data[1] = {&last};
+  size_t sizes[1] = {sizeof last};
+  cudaMemRangeAttribute which[1] = {cudaMemRangeAttributeLastPrefetchLocation};
+  ASSERT_RT(cudaMemRangeGetAttributes(data, sizes, which, 1, m, 1 << 20));
+  EXPECT_EQ(last, 0);
+  ASSERT_RT(cudaFree(m));
+}
+
 TEST_F(Runtime, InteropFlowZeroesEveryElement) {
   constexpr int n = 100;
   std::vector<int> host(n);

@@ -44,7 +44,8 @@ namespace cudamux::backend {
 // 5: typed module images (ModuleImage, Backend::image_kinds; issue 14)
 // 6: Function::occupancy, DeviceContext::get_limit/set_limit (the device's own answers)
 // 7: Queue::set_attribute (stream attributes), DeviceContext::reset_persisting_l2_cache,
-//    Backend::virtual_memory (VirtualMemory), Backend::native_host_function
+//    Backend::virtual_memory (VirtualMemory), Backend::native_host_function,
+//    Backend::advise, Queue::prefetch (managed memory hints)
 inline constexpr std::uint32_t kAbiVersion = 7;
 
 // Names of the symbols every plugin exports (extern "C"):
@@ -337,6 +338,15 @@ class Queue {
     (void)value;
     return kOk;
   }
+  // cuMemPrefetchAsync of managed memory (validated by the core, which records the location):
+  // moves its pages to `to` (a device in the backend's numbering, or the host) in stream
+  // order. Memory that lives in one place for every device has nothing to move.
+  virtual Status prefetch(void* ptr, std::size_t bytes, CUmemLocation to) {
+    (void)ptr;
+    (void)bytes;
+    (void)to;
+    return kOk;
+  }
 };
 
 // Per-device execution state; one per CUDA context.
@@ -447,6 +457,16 @@ class Backend {
   // Virtual memory management; nullptr when the backend has none (the core answers
   // CUDA_ERROR_NOT_SUPPORTED for every cuMem* VMM call then).
   [[nodiscard]] virtual VirtualMemory* virtual_memory() noexcept { return nullptr; }
+  // cuMemAdvise of managed memory (validated and recorded by the core; the location in the
+  // backend's numbering): for a backend whose placement it can steer.
+  virtual Status advise(std::uintptr_t ptr, std::size_t bytes, CUmem_advise advice,
+                        CUmemLocation location) {
+    (void)ptr;
+    (void)bytes;
+    (void)advice;
+    (void)location;
+    return kOk;
+  }
   // A function of the device's own driver that works on host data alone (it encodes a
   // descriptor and takes no handles, so the program's arguments mean the same to it), for the
   // core to call as is: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col,

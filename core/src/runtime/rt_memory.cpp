@@ -353,6 +353,49 @@ cudaError_t cudaMalloc3D(cudaPitchedPtr* pitchedDevPtr, cudaExtent extent) {
   return cudaSuccess;
 }
 
+// Managed memory hints: the runtime's location type is the driver's under another name.
+static_assert(sizeof(cudaMemLocation) == sizeof(CUmemLocation));
+static CUmemLocation driver_location(cudaMemLocation l) {
+  CUmemLocation out{};
+  out.type = static_cast<CUmemLocationType>(l.type);
+  out.id = l.id;
+  return out;
+}
+cudaError_t cudaMemAdvise(const void* devPtr, size_t count, cudaMemoryAdvise advice,
+                          cudaMemLocation location) {
+  if (cudaError_t e = enter()) return e;
+  return map(drv::cuMemAdvise_v2(reinterpret_cast<CUdeviceptr>(devPtr), count,
+                                 static_cast<CUmem_advise>(advice), driver_location(location)));
+}
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation location,
+                                 unsigned int flags, cudaStream_t stream) {
+  if (cudaError_t e = enter()) return e;
+  return map(drv::cuMemPrefetchAsync_v2(reinterpret_cast<CUdeviceptr>(devPtr), count,
+                                        driver_location(location), flags, stream));
+}
+cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count, cudaMemLocation location,
+                                      unsigned int flags, cudaStream_t stream) {
+  if (cudaError_t e = enter()) return e;
+  return map(drv::cuMemPrefetchAsync_v2_ptsz(reinterpret_cast<CUdeviceptr>(devPtr), count,
+                                             driver_location(location), flags, stream));
+}
+cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize, cudaMemRangeAttribute attribute,
+                                     const void* devPtr, size_t count) {
+  if (cudaError_t e = enter()) return e;
+  return map(drv::cuMemRangeGetAttribute(data, dataSize,
+                                         static_cast<CUmem_range_attribute>(attribute),
+                                         reinterpret_cast<CUdeviceptr>(devPtr), count));
+}
+cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
+                                      cudaMemRangeAttribute* attributes, size_t numAttributes,
+                                      const void* devPtr, size_t count) {
+  if (cudaError_t e = enter()) return e;
+  return map(drv::cuMemRangeGetAttributes(data, dataSizes,
+                                          reinterpret_cast<CUmem_range_attribute*>(attributes),
+                                          numAttributes, reinterpret_cast<CUdeviceptr>(devPtr),
+                                          count));
+}
+
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   if (cudaError_t e = enter()) return e;
   return map(drv::cuMemGetInfo_v2(free, total));

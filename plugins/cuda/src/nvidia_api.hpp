@@ -66,7 +66,7 @@ namespace cudamux::cuda {
 #define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                   \
   X(cuLaunchKernelEx)                                                                          \
   X(cuOccupancyMaxActiveClusters)                                                              \
-  X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) \
+  X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) \
       CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)
 
 // Host-only encoders handed to the core as they are (Backend::native_host_function).

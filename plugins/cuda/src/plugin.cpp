@@ -268,6 +268,7 @@ class NvidiaQueue;
 struct QueueRegistry {
   std::mutex mu;
   std::set<NvidiaQueue*> queues;
+  std::vector<CUdevice> devices;  // NVIDIA's CUdevice per backend ordinal (prefetch targets)
 };
 
 class NvidiaQueue final : public be::Queue {
@@ -365,6 +366,15 @@ class NvidiaQueue final : public be::Queue {
     return submitted(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(), 0));
   }
   be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
+  be::Status prefetch(void* ptr, std::size_t bytes, CUmemLocation to) override {
+    if (!api_.cuMemPrefetchAsync_v2) return be::kOk;  // placement only: nothing to emulate
+    if (to.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+      if (to.id < 0 || static_cast<std::size_t>(to.id) >= registry_->devices.size())
+        return status(CUDA_ERROR_INVALID_DEVICE);
+      to.id = registry_->devices[static_cast<std::size_t>(to.id)];
+    }
+    return submitted(api_.cuMemPrefetchAsync_v2(dptr(ptr), bytes, to, 0, stream_));
+  }
   be::Status set_attribute(CUlaunchAttributeID id, const CUlaunchAttributeValue& value) override {
     if (!api_.cuStreamSetAttribute) return be::kOk;
     return status(api_.cuStreamSetAttribute(stream_, id, &value));
@@ -551,7 +561,9 @@ class NvidiaContext final : public be::DeviceContext {
         api_(api_of(backend)),
         ordinal_(ordinal),
         ctx_(ctx),
-        queues_(std::make_shared<QueueRegistry>()) {}
+        queues_(std::make_shared<QueueRegistry>()) {
+    queues_->devices = devices_of(backend);
+  }
   ~NvidiaContext() override;
   NvidiaContext(const NvidiaContext&) = delete;
   NvidiaContext& operator=(const NvidiaContext&) = delete;
@@ -659,6 +671,7 @@ class NvidiaContext final : public be::DeviceContext {
 
  private:
   static const NvidiaApi& api_of(NvidiaBackend& b);
+  static std::vector<CUdevice> devices_of(NvidiaBackend& b);
 
   NvidiaBackend& backend_;
   const NvidiaApi& api_;
@@ -881,6 +894,20 @@ class NvidiaBackend final : public be::Backend {
     }
   }
   [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return vmm_.get(); }
+  [[nodiscard]] std::vector<CUdevice> nvidia_devices() {
+    std::vector<CUdevice> out;
+    for (int i = 0; devices_.valid(i); ++i) out.push_back(devices_.slot(i).device);
+    return out;
+  }
+  be::Status advise(std::uintptr_t ptr, std::size_t bytes, CUmem_advise advice,
+                    CUmemLocation location) override {
+    if (!driver_ || !driver_->api.cuMemAdvise_v2) return be::kOk;  // a hint: nothing to emulate
+    if (location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+      if (!devices_.valid(location.id)) return status(CUDA_ERROR_INVALID_DEVICE);
+      location.id = devices_.slot(location.id).device;
+    }
+    return status(driver_->api.cuMemAdvise_v2(ptr, bytes, advice, location));
+  }
   [[nodiscard]] void* native_host_function(std::string_view name) noexcept override {
     if (!driver_) return nullptr;
     const NvidiaApi& api = driver_->api;
@@ -985,6 +1012,7 @@ class NvidiaBackend final : public be::Backend {
 };
 
 const NvidiaApi& NvidiaContext::api_of(NvidiaBackend& b) { return b.api(); }
+std::vector<CUdevice> NvidiaContext::devices_of(NvidiaBackend& b) { return b.nvidia_devices(); }
 NvidiaContext::~NvidiaContext() { backend_.close_context(ordinal_, ctx_); }
 
 std::string result_name(const NvidiaApi& api, CUresult r) {
