@@ -127,16 +127,17 @@ int blocks_per_sm(const Function& f, const Limits& l, long long block_size,
   return static_cast<int>(std::max(0LL, n));
 }
 
-// blocks_per_sm as the device's own calculator answers it where the backend has one.
+// blocks_per_sm as the device's own calculator answers it where the backend has one (`st`
+// then holds its status); the core's model otherwise.
 int device_blocks_per_sm(const Function& f, const Limits& l, int block_size, std::size_t dyn_shared,
-                         unsigned flags) {
+                         unsigned flags, backend::Status& st) {
   backend::OccupancyQuery q;
   q.kind = backend::OccupancyKind::active_blocks;
   q.block_size = block_size;
   q.dyn_shared = dyn_shared;
   q.flags = flags;
   std::size_t value = 0;
-  backend::Status st;
+  st = backend::kOk;
   if (f.impl->occupancy(q, value, st)) return st.ok() ? static_cast<int>(value) : 0;
   return blocks_per_sm(f, l, block_size, dyn_shared);
 }
@@ -390,19 +391,11 @@ CUresult max_active_blocks(int* numBlocks, CUfunction func, int blockSize, size_
   Function* f = nullptr;
   if (CUresult r = function_arg(func, f, fn)) return r;
   if (blockSize <= 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "block size must be positive");
-  backend::OccupancyQuery q;
-  q.kind = backend::OccupancyKind::active_blocks;
-  q.block_size = blockSize;
-  q.dyn_shared = dyn;
-  q.flags = flags;
-  std::size_t value = 0;
   backend::Status st;
-  if (f->impl->occupancy(q, value, st)) {
-    if (CUresult r = Core::get().map(st, fn)) return r;
-    *numBlocks = static_cast<int>(value);
-    return CUDA_SUCCESS;
-  }
-  *numBlocks = blocks_per_sm(*f, limits_of(f->module->ctx->device), blockSize, dyn);
+  const int blocks =
+      device_blocks_per_sm(*f, limits_of(f->module->ctx->device), blockSize, dyn, flags, st);
+  if (CUresult r = Core::get().map(st, fn)) return r;
+  *numBlocks = blocks;
   return CUDA_SUCCESS;
 }
 
@@ -423,7 +416,8 @@ CUresult max_block_size(int* minGridSize, int* blockSize, CUfunction func, CUocc
   long long best_threads = 0;
   for (int size = top; size > 0; size = (size % 32) ? size - size % 32 : size - 32) {
     const std::size_t shared = b2d ? b2d(size) : dyn;
-    const int blocks = device_blocks_per_sm(*f, l, size, shared, flags);
+    backend::Status ignored;  // a size the device refuses fits no block
+    const int blocks = device_blocks_per_sm(*f, l, size, shared, flags, ignored);
     if (1LL * blocks * size > best_threads) {
       best_threads = 1LL * blocks * size;
       best_size = size;

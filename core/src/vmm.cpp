@@ -139,6 +139,22 @@ void maybe_free(State& s, CUmemGenericAllocationHandle h) {
   s.physicals.erase(it);
 }
 
+// The allocation behind a handle the program still holds; null when released or unknown.
+// State mutex held.
+Physical* live_physical(State& s, CUmemGenericAllocationHandle h) {
+  const auto it = s.physicals.find(h);
+  return it == s.physicals.end() || it->second.retains == 0 ? nullptr : &it->second;
+}
+
+// Shareable handles other than POSIX file descriptors: not yet, said once per call.
+CUresult refuse_handle_type(CUmemAllocationHandleType type, const char* fn) {
+  Core::get().log().warn(
+      "{}: handle type {} is not supported by cudamux yet (POSIX file "
+      "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
+      fn, static_cast<int>(type));
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 void register_mapping(std::uintptr_t va, Mapping& m, int device) {
   if (m.registered) return;
   Allocation a;
@@ -266,10 +282,9 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   const char* fn = "cuMemRelease";
   core::State& s = core::state();
   std::lock_guard lock(s.mutex);
-  const auto it = s.physicals.find(handle);
-  if (it == s.physicals.end() || it->second.retains == 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
-  --it->second.retains;  // the memory itself goes with its last mapping
+  core::Physical* p = core::live_physical(s, handle);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
+  --p->retains;  // the memory itself goes with its last mapping
   core::maybe_free(s, handle);
   return CUDA_SUCCESS;
 }
@@ -282,13 +297,11 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
   if (CUresult r = core::vmm_backend(vm, fn)) return r;
   core::State& s = core::state();
   std::lock_guard lock(s.mutex);
-  const auto it = s.physicals.find(handle);
-  if (it == s.physicals.end() || it->second.retains == 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
-  core::Physical& p = it->second;
+  core::Physical* p = core::live_physical(s, handle);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
   std::size_t granule = 0;
-  if (CUresult r = core::granularity_of(*vm, p.prop.location.id, p.prop.requestedHandleTypes, false,
-                                        granule, fn))
+  if (CUresult r = core::granularity_of(*vm, p->prop.location.id, p->prop.requestedHandleTypes,
+                                        false, granule, fn))
     return r;
   if (size == 0 || !core::aligned(ptr, granule) || !core::aligned(size, granule) ||
       offset % granule != 0)
@@ -296,20 +309,20 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   "address, size or offset is not a multiple of the granularity");
   // An imported allocation's size may be unknown (0): the backend checks it then.
   // NVIDIA's driver 580 answers CUDA_ERROR_NOT_SUPPORTED for a range larger than the memory.
-  if (p.size != 0 && (offset > p.size || size > p.size - offset))
+  if (p->size != 0 && (offset > p->size || size > p->size - offset))
     return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "offset + size exceeds the allocation");
   if (!core::inside_reservation(s, ptr, size))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "the range is not inside one reservation");
   if (!core::overlapping(s, ptr, size).empty())
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "the range is already mapped");
-  if (CUresult r = core::Core::get().map(vm->map(ptr, size, offset, p.backend), fn)) return r;
+  if (CUresult r = core::Core::get().map(vm->map(ptr, size, offset, p->backend), fn)) return r;
   core::Mapping m;
   m.size = size;
   m.handle = handle;
   m.access.assign(static_cast<std::size_t>(core::Core::get().device_count()),
                   CU_MEM_ACCESS_FLAGS_PROT_NONE);
   s.mappings.emplace(ptr, std::move(m));
-  ++p.mappings;
+  ++p->mappings;
   return CUDA_SUCCESS;
 }
 
@@ -416,10 +429,9 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
   if (!prop) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   core::State& s = core::state();
   std::lock_guard lock(s.mutex);
-  const auto it = s.physicals.find(handle);
-  if (it == s.physicals.end() || it->second.retains == 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
-  *prop = it->second.prop;
+  core::Physical* p = core::live_physical(s, handle);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
+  *prop = p->prop;
   return CUDA_SUCCESS;
 }
 
@@ -429,25 +441,19 @@ CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocat
   const char* fn = "cuMemExportToShareableHandle";
   if (!shareableHandle) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "flags must be 0");
-  if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    core::Core::get().log().warn(
-        "{}: handle type {} is not supported by cudamux yet (POSIX file "
-        "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
-        fn, static_cast<int>(handleType));
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
+  if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return core::refuse_handle_type(handleType, fn);
   backend::VirtualMemory* vm = nullptr;
   if (CUresult r = core::vmm_backend(vm, fn)) return r;
   core::State& s = core::state();
   std::lock_guard lock(s.mutex);
-  const auto it = s.physicals.find(handle);
-  if (it == s.physicals.end() || it->second.retains == 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
-  if (!(it->second.prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+  core::Physical* p = core::live_physical(s, handle);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live allocation handle");
+  if (!(p->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "the allocation was not created exportable as a file descriptor");
   int fd = -1;
-  if (CUresult r = core::Core::get().map(vm->export_fd(it->second.backend, fd), fn)) return r;
+  if (CUresult r = core::Core::get().map(vm->export_fd(p->backend, fd), fn)) return r;
   *static_cast<int*>(shareableHandle) = fd;
   return CUDA_SUCCESS;
 }
@@ -456,13 +462,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, vo
                                         CUmemAllocationHandleType shHandleType) {
   const char* fn = "cuMemImportFromShareableHandle";
   if (!handle) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
-  if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    core::Core::get().log().warn(
-        "{}: handle type {} is not supported by cudamux yet (POSIX file "
-        "descriptors are): returning CUDA_ERROR_NOT_SUPPORTED",
-        fn, static_cast<int>(shHandleType));
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
+  if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return core::refuse_handle_type(shHandleType, fn);
   // The descriptor travels in the pointer's value, as CUDA documents for POSIX handles.
   const auto fd = static_cast<int>(reinterpret_cast<std::intptr_t>(osHandle));
   if (fd < 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "negative file descriptor");
