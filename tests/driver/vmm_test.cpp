@@ -1,9 +1,13 @@
 // Virtual memory management (issue 17): granularity, reservations, physical allocations, maps,
 // access, handles and POSIX file descriptor export/import, checked through the driver API on
 // every backend (oracle: NVIDIA's driver on the GPU machine).
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "conformance.hpp"
@@ -204,6 +208,51 @@ TEST_F(Vmm, FileDescriptorsShareThePhysicalMemory) {
   ASSERT_OK(cuMemRelease(imported));
   ASSERT_OK(cuMemAddressFree(first, g));
   ASSERT_OK(cuMemAddressFree(second, g));
+}
+
+// Another process imports the exported descriptor and sees the same memory: it reads what
+// this process wrote and writes an answer this process reads (driver_vmm_importer).
+TEST_F(Vmm, AnotherProcessMapsTheExportedMemory) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  std::string importer(self, static_cast<size_t>(n));
+  importer = importer.substr(0, importer.rfind('/') + 1) + "driver_vmm_importer";
+  if (access(importer.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << importer << " beside the suite";
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  const CUmemAllocationProp prop = device_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemGenericAllocationHandle h = 0;
+  ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
+  CUdeviceptr va = 0;
+  ASSERT_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+  ASSERT_OK(cuMemMap(va, g, 0, h, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(va, g, &rw, 1));
+  const unsigned value = 0x0badcafe;
+  ASSERT_OK(cuMemcpyHtoD_v2(va + 4096, &value, sizeof value));
+  int fd = -1;
+  ASSERT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fcntl(fd, F_SETFD, 0), 0);  // inherited by the child
+  const std::string command =
+      importer + " " + std::to_string(fd) + " " + std::to_string(g) + " 4096";
+  FILE* child = popen(command.c_str(), "r");
+  ASSERT_NE(child, nullptr);
+  char line[64] = {};
+  const bool got = fgets(line, sizeof line, child) != nullptr;
+  const int status = pclose(child);
+  close(fd);
+  EXPECT_TRUE(got);
+  EXPECT_STREQ(line, "0badcafe\n");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "importer status " << status;
+  unsigned reply = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&reply, va + 4096 + 4, sizeof reply));
+  EXPECT_EQ(reply, ~value) << "the other process wrote into the same memory";
+  ASSERT_OK(cuMemUnmap(va, g));
+  ASSERT_OK(cuMemRelease(h));
+  ASSERT_OK(cuMemAddressFree(va, g));
 }
 
 }  // namespace
