@@ -182,10 +182,10 @@ CUresult advise(CUdeviceptr ptr, std::size_t count, CUmem_advise advice, CUmemLo
   if (CUresult r =
           core.map(core.backend().advise(ptr, count, advice, backend_location(location)), fn))
     return r;
-  const std::uint64_t bit =
-      location.type == CU_MEM_LOCATION_TYPE_DEVICE && location.id >= 0 && location.id < 63
-          ? std::uint64_t{1} << location.id
-          : kHostBit;
+  // Devices 0..62 and the host have a bit each; ordinals beyond are not recorded.
+  const std::uint64_t bit = location.type != CU_MEM_LOCATION_TYPE_DEVICE ? kHostBit
+                            : location.id >= 0 && location.id < 63 ? std::uint64_t{1} << location.id
+                                                                   : 0;
   Hints& h = hints();
   std::lock_guard lock(h.mutex);
   apply(h.by_buffer[a.buffer_id], lo, hi, [&](PageState& s) {
@@ -260,11 +260,18 @@ CUresult range_attribute(void* data, std::size_t size, CUmem_range_attribute att
     const auto it = h.by_buffer.find(a.buffer_id);
     runs = states(it == h.by_buffer.end() ? nullptr : &it->second, lo, hi);
   }
-  auto all_same = [&](auto get) {
-    const auto first = get(runs.front());
-    return std::all_of(runs.begin(), runs.end(),
-                       [&](const PageState& s) { return get(s) == first; });
+  // A location the whole range shares, else (invalid, CU_DEVICE_INVALID).
+  auto shared_location = [&](CUmemLocationType PageState::*type, int PageState::*id) {
+    const PageState& first = runs.front();
+    const bool same = std::all_of(runs.begin(), runs.end(), [&](const PageState& st) {
+      return st.*type == first.*type && st.*id == first.*id;
+    });
+    return same && first.*type != CU_MEM_LOCATION_TYPE_INVALID
+               ? std::pair(first.*type, first.*id)
+               : std::pair(CU_MEM_LOCATION_TYPE_INVALID, kInvalidDevice);
   };
+  const auto preferred = shared_location(&PageState::preferred_type, &PageState::preferred_id);
+  const auto prefetched = shared_location(&PageState::prefetched_type, &PageState::prefetched_id);
   auto put_int = [&](int v) -> CUresult {
     if (size != sizeof(int)) return reject(CUDA_ERROR_INVALID_VALUE, fn, "dataSize must be 4");
     std::memcpy(data, &v, sizeof v);
@@ -273,47 +280,21 @@ CUresult range_attribute(void* data, std::size_t size, CUmem_range_attribute att
   switch (attribute) {
     case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
       return put_int(
-          std::all_of(runs.begin(), runs.end(), [](const PageState& s) { return s.read_mostly; })
+          std::all_of(runs.begin(), runs.end(), [](const PageState& st) { return st.read_mostly; })
               ? 1
               : 0);
-    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION: {
-      const bool same =
-          all_same([](const PageState& s) { return std::pair(s.preferred_type, s.preferred_id); });
-      return put_int(same ? device_of(runs.front().preferred_type, runs.front().preferred_id)
-                          : kInvalidDevice);
-    }
-    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE: {
-      const bool same =
-          all_same([](const PageState& s) { return std::pair(s.preferred_type, s.preferred_id); });
-      return put_int(same ? static_cast<int>(runs.front().preferred_type)
-                          : CU_MEM_LOCATION_TYPE_INVALID);
-    }
-    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID: {
-      const bool same =
-          all_same([](const PageState& s) { return std::pair(s.preferred_type, s.preferred_id); });
-      return put_int(same && runs.front().preferred_type != CU_MEM_LOCATION_TYPE_INVALID
-                         ? runs.front().preferred_id
-                         : kInvalidDevice);
-    }
-    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION: {
-      const bool same = all_same(
-          [](const PageState& s) { return std::pair(s.prefetched_type, s.prefetched_id); });
-      return put_int(same ? device_of(runs.front().prefetched_type, runs.front().prefetched_id)
-                          : kInvalidDevice);
-    }
-    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE: {
-      const bool same = all_same(
-          [](const PageState& s) { return std::pair(s.prefetched_type, s.prefetched_id); });
-      return put_int(same ? static_cast<int>(runs.front().prefetched_type)
-                          : CU_MEM_LOCATION_TYPE_INVALID);
-    }
-    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID: {
-      const bool same = all_same(
-          [](const PageState& s) { return std::pair(s.prefetched_type, s.prefetched_id); });
-      return put_int(same && runs.front().prefetched_type != CU_MEM_LOCATION_TYPE_INVALID
-                         ? runs.front().prefetched_id
-                         : kInvalidDevice);
-    }
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+      return put_int(device_of(preferred.first, preferred.second));
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE:
+      return put_int(static_cast<int>(preferred.first));
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID:
+      return put_int(preferred.second);
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+      return put_int(device_of(prefetched.first, prefetched.second));
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE:
+      return put_int(static_cast<int>(prefetched.first));
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID:
+      return put_int(prefetched.second);
     case CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY: {
       if (size == 0 || size % sizeof(int) != 0)
         return reject(CUDA_ERROR_INVALID_VALUE, fn, "dataSize must be a positive multiple of 4");
