@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core.hpp"
+#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
 
 namespace cudamux::core {
@@ -116,6 +117,8 @@ void destroy_context_contents(Context& ctx) {
   // that of other contexts too, since it may use this context's memory (issue 9).
   (void)ctx.impl->synchronize();
   quiesce_all_contexts(/*lifetime_held=*/true);
+  abandon_captures(ctx);       // issue 16
+  forget_exec_orders(ctx);     // issue 16
   for (Event* e : core.events.live()) {
     if (e->ctx == &ctx && core.events.erase(reinterpret_cast<std::uintptr_t>(e->handle))) delete e;
   }
@@ -359,6 +362,7 @@ CUresult cuCtxGetApiVersion(CUcontext h, unsigned int* version) {
 }
 
 CUresult cuCtxSynchronize() {
+  if (CUresult r = core::unsafe_call("cuCtxSynchronize")) return r;  // issue 16: not while capturing
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   return core::note_sticky(

@@ -33,6 +33,8 @@ struct Module;    // issue #3
 struct Function;  // issue #3
 struct Library;   // issue #3
 struct Kernel;    // issue #3
+struct StreamCapture;  // issue 16 (graph.hpp)
+struct EventCapture;   // issue 16 (capture.cpp)
 
 enum class StreamKind : std::uint8_t { legacy, per_thread, user };
 
@@ -58,6 +60,9 @@ struct Stream {
   // Legacy-stream ordering state, guarded by Context::order_mutex.
   bool has_unsynced_work = false;       // work the legacy stream has not waited for yet
   std::uint64_t legacy_seen = 0;        // legacy submissions this stream already waited for
+  // issue 16: set while the stream takes part in a stream capture (capture.cpp); every
+  // submission path checks it and adds a graph node instead of running the work.
+  std::atomic<StreamCapture*> capture{nullptr};
 
   [[nodiscard]] bool blocking() const noexcept {
     return kind != StreamKind::legacy && !(flags & CU_STREAM_NON_BLOCKING);
@@ -70,6 +75,10 @@ struct Event {
   unsigned flags = 0;
   std::atomic<bool> recorded{false};
   std::unique_ptr<backend::Event> impl;
+  // issue 16: the capture this event was last recorded in, and the nodes it stands for
+  // (guarded by graph_mutex(); null when last recorded outside a capture).
+  std::shared_ptr<EventCapture> captured;
+  std::atomic<bool> in_capture{false};  // captured != null, readable without the lock
 };
 
 inline constexpr std::size_t kLimitCount = 0x10;  // > every CUlimit value of 13.0
@@ -98,6 +107,9 @@ struct Context {
   // the latest with the context. Guarded by order_mutex.
   std::vector<std::unique_ptr<Stream>> retired_streams;
   std::vector<std::unique_ptr<Event>> retired_events;
+  // issue 16: blocking streams of this context that are capturing; while any is, work on the
+  // legacy stream is an illegal implicit dependency (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+  std::atomic<int> blocking_captures{0};
 
   // --- issue #3 (module.cpp, launch.cpp) ---
   // Sticky error: set when a query/synchronize reports an unrecoverable kernel error;

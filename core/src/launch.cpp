@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core.hpp"
+#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
 
 namespace cudamux::core {
@@ -156,18 +157,11 @@ struct LaunchRequest {
   unsigned cluster[3] = {1, 1, 1};  // cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 };
 
-CUresult launch(const LaunchRequest& q) {
-  const char* fn = q.fn;
-  Stream* s = nullptr;
-  if (CUresult r = resolve_stream(q.stream, q.per_thread, s)) return r;
-  Function* f = nullptr;
-  if (CUresult r = function_for_launch(q.f, s->ctx, f)) return r;
-  if (f->module->ctx != s->ctx)
-    return reject(CUDA_ERROR_INVALID_HANDLE, fn,
-                  "function and stream belong to different contexts");
-  if (CUresult r = sticky_error(*s->ctx)) return r;
-
-  const Limits& l = limits_of(s->ctx->device);
+// Validates a launch of `f` in `ctx` against the device's and the kernel's limits; `total`
+// gets the extent of the packed arguments.
+CUresult check_launch(Function& f, Context& ctx, const LaunchShape& q, std::size_t& total,
+                      const char* fn) {
+  const Limits& l = limits_of(ctx.device);
   unsigned long long threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (q.grid[i] == 0 || q.block[i] == 0)
@@ -180,7 +174,7 @@ CUresult launch(const LaunchRequest& q) {
   }
   if (threads > static_cast<unsigned>(l.threads_per_block))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "more threads per block than the device allows");
-  const KernelLimits k = kernel_limits(*f);
+  const KernelLimits k = kernel_limits(f);
   if (threads > static_cast<unsigned>(k.max_threads))
     return reject(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, fn,
                   "more threads per block than the kernel allows");
@@ -190,7 +184,7 @@ CUresult launch(const LaunchRequest& q) {
   // Read on each launch: cuFuncSetAttribute / cuKernelSetAttribute may change it. Without
   // dynamic shared memory no limit can be exceeded, so the common launch skips the query.
   if (q.shared > 0 &&
-      q.shared > static_cast<unsigned>(fattr(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
+      q.shared > static_cast<unsigned>(fattr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "dynamic shared memory above the kernel's limit (raise it with "
                   "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
@@ -216,39 +210,36 @@ CUresult launch(const LaunchRequest& q) {
   }
 
   if (q.cooperative) {
-    if (!device_attribute_or(s->ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0))
+    if (!device_attribute_or(ctx.device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0))
       return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "the device has no cooperative launches");
     const unsigned long long blocks = 1ULL * q.grid[0] * q.grid[1] * q.grid[2];
     const unsigned long long fit = 1ULL *
-                                   blocks_per_sm(*f, l, static_cast<long long>(threads), q.shared) *
+                                   blocks_per_sm(f, l, static_cast<long long>(threads), q.shared) *
                                    static_cast<unsigned>(l.sm_count);
     if (blocks > fit)
       return reject(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, fn,
                     "grid larger than the blocks that can be co-resident");
   }
+  total = k.args_bytes;
+  return CUDA_SUCCESS;
+}
 
-  // Arguments are copied here: the caller may reuse its storage once we return.
-  const auto& params = f->impl->params();
-  const std::size_t total = k.args_bytes;
-  std::array<std::byte, 512> small;
-  std::vector<std::byte> large;
-  std::byte* buf = small.data();
-  if (total > small.size()) {
-    large.resize(total);
-    buf = large.data();
-  }
-  if (q.params && q.extra)
+// Packs kernelParams or `extra` into `buf` (`total` bytes, per Function::params()).
+CUresult pack_args(const Function& f, std::size_t total, void** kparams, void** extra,
+                   std::byte* buf, const char* fn) {
+  const auto& params = f.impl->params();
+  if (kparams && extra)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "both kernelParams and extra given");
-  if (q.params) {
+  if (kparams) {
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (!q.params[i])
+      if (!kparams[i])
         return reject(CUDA_ERROR_INVALID_VALUE, fn, "null kernel parameter pointer");
-      std::memcpy(buf + params[i].offset, q.params[i], params[i].size);
+      std::memcpy(buf + params[i].offset, kparams[i], params[i].size);
     }
-  } else if (q.extra) {
+  } else if (extra) {
     const void* pointer = nullptr;
     const std::size_t* size = nullptr;
-    for (void** e = q.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
       if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) {
         pointer = e[1];
       } else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) {
@@ -270,6 +261,38 @@ CUresult launch(const LaunchRequest& q) {
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "the kernel takes parameters but neither kernelParams nor extra was given");
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(const LaunchRequest& q) {
+  const char* fn = q.fn;
+  Stream* s = nullptr;
+  if (CUresult r = resolve_stream(q.stream, q.per_thread, s)) return r;
+  Function* f = nullptr;
+  if (CUresult r = function_for_launch(q.f, s->ctx, f)) return r;
+  if (f->module->ctx != s->ctx)
+    return reject(CUDA_ERROR_INVALID_HANDLE, fn,
+                  "function and stream belong to different contexts");
+  if (CUresult r = sticky_error(*s->ctx)) return r;
+  const LaunchShape shape{{q.grid[0], q.grid[1], q.grid[2]},
+                          {q.block[0], q.block[1], q.block[2]},
+                          q.shared,
+                          q.cooperative,
+                          {q.cluster[0], q.cluster[1], q.cluster[2]}};
+  std::size_t total = 0;
+  if (CUresult r = check_launch(*f, *s->ctx, shape, total, fn)) return r;
+
+  // Arguments are copied here: the caller may reuse its storage once we return.
+  std::array<std::byte, 512> small;
+  std::vector<std::byte> large;
+  std::byte* buf = small.data();
+  if (total > small.size()) {
+    large.resize(total);
+    buf = large.data();
+  }
+  if (CUresult r = pack_args(*f, total, q.params, q.extra, buf, fn)) return r;
+  // issue 16: a capturing stream records the launch as a kernel node instead.
+  if (capture_applies(*s)) return capture_kernel(*s, *f, shape, buf, total, fn);
 
   backend::LaunchDesc desc;
   desc.function = f->impl;
@@ -479,6 +502,15 @@ std::optional<CUresult> backend_cluster_occupancy(const Function& f, const CUlau
 }
 
 }  // namespace
+
+CUresult check_and_pack_launch(Function& f, Context& ctx, const LaunchShape& shape, void** params,
+                               void** extra, std::vector<std::byte>& args, const char* fn) {
+  std::size_t total = 0;
+  if (CUresult r = check_launch(f, ctx, shape, total, fn)) return r;
+  args.assign(total, std::byte{0});
+  return pack_args(f, total, params, extra, args.data(), fn);
+}
+
 }  // namespace cudamux::core
 
 namespace cudamux::impl {

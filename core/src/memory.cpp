@@ -6,6 +6,7 @@
 #include <shared_mutex>
 
 #include "core.hpp"
+#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
 
 namespace cudamux::core {
@@ -87,6 +88,11 @@ enum class Sync : std::uint8_t { blocking, async };
 CUresult run_copy(Stream& s, const backend::CopyDesc& d, Sync sync, const char* fn) {
   const bool pageable =
       d.src_kind == MemKind::host_pageable || d.dst_kind == MemKind::host_pageable;
+  // issue 16: a capturing stream records a memcpy node instead.
+  if (capture_applies(s)) return capture_copy(s, d, sync == Sync::blocking, fn);
+  if (sync == Sync::blocking) {
+    if (CUresult r = unsafe_call(fn)) return r;
+  }
   Core& core = Core::get();
   if (sync == Sync::blocking || pageable)
     return core.map(submit(s, [&](backend::Queue& q) { return q.copy_sync(d); }), fn);
@@ -152,13 +158,13 @@ CUresult resolve_side(const SideSpec& sp, std::size_t width, std::size_t height,
   return classify(start, extent, sp.type == CU_MEMORYTYPE_DEVICE, out, fn);
 }
 
-CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, std::size_t height,
-                 std::size_t depth, CUstream stream, bool per_thread, Sync sync, const char* fn) {
-  Stream* s = nullptr;
-  if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
-  if (width == 0 || height == 0 || depth == 0) return CUDA_SUCCESS;
+// The backend descriptor of a 3D copy; `empty` when it copies nothing.
+CUresult describe_copy(const SideSpec& src, const SideSpec& dst, std::size_t width,
+                       std::size_t height, std::size_t depth, backend::CopyDesc& d, bool& empty,
+                       const char* fn) {
+  empty = width == 0 || height == 0 || depth == 0;
+  if (empty) return CUDA_SUCCESS;
   Side ds, ss;
-  backend::CopyDesc d;
   std::size_t dst_extent = 0, src_extent = 0;
   if (CUresult r = resolve_side(dst, width, height, depth, ds, d.dst_pitch, d.dst_slice, dst_extent, fn))
     return r;
@@ -175,6 +181,17 @@ CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, st
   d.depth = depth;
   if (overlaps(ds.addr, dst_extent, ss.addr, src_extent))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "source and destination ranges overlap");
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, std::size_t height,
+                 std::size_t depth, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+  Stream* s = nullptr;
+  if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
+  backend::CopyDesc d;
+  bool empty = false;
+  if (CUresult r = describe_copy(src, dst, width, height, depth, d, empty, fn)) return r;
+  if (empty) return CUDA_SUCCESS;
   return run_copy(*s, d, sync, fn);
 }
 
@@ -210,13 +227,10 @@ CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thr
   return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread, sync, fn);
 }
 
-// Memsets. Sync forms are asynchronous to the host except for pinned host targets, as in CUDA.
-CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem, std::size_t width,
-                   std::size_t height, CUstream stream, bool per_thread, Sync sync, const char* fn) {
-  Stream* s = nullptr;
-  if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
+// The backend descriptor of a 2D memset, validated as the memset calls validate it.
+CUresult fill_desc(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem,
+                   std::size_t width, std::size_t height, backend::FillDesc& d, const char* fn) {
   if (dst % elem != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
-  if (width == 0 || height == 0) return CUDA_SUCCESS;
   std::size_t row_bytes = 0, extent = 0;
   if (!mul_add(width, elem, 0, row_bytes))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "size overflows the address space");
@@ -226,7 +240,6 @@ CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsi
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "size overflows the address space");
   Side side;
   if (CUresult r = classify(dst, extent, true, side, fn)) return r;
-  backend::FillDesc d;
   d.dst = reinterpret_cast<void*>(dst);
   d.dst_kind = side.kind;
   d.value = value;
@@ -234,10 +247,27 @@ CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsi
   d.width_elems = width;
   d.height = height;
   d.pitch = pitch;
+  return CUDA_SUCCESS;
+}
+
+// Memsets. Sync forms are asynchronous to the host except for pinned host targets, as in CUDA.
+CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem, std::size_t width,
+                   std::size_t height, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+  Stream* s = nullptr;
+  if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
+  if (dst % elem != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  backend::FillDesc d;
+  if (CUresult r = fill_desc(dst, pitch, value, elem, width, height, d, fn)) return r;
+  // issue 16: a capturing stream records a memset node instead.
+  if (capture_applies(*s)) return capture_fill(*s, d, sync == Sync::blocking, fn);
+  if (sync == Sync::blocking) {
+    if (CUresult r = unsafe_call(fn)) return r;
+  }
   Core& core = Core::get();
   const auto st = submit(*s, [&](backend::Queue& q) { return q.fill(d); });
   if (!st.ok()) return core.map(st, fn);
-  if (sync == Sync::blocking && side.kind == MemKind::host_pinned)
+  if (sync == Sync::blocking && d.dst_kind == MemKind::host_pinned)
     return core.map(s->queue->synchronize(), fn);
   return CUDA_SUCCESS;
 }
@@ -245,6 +275,20 @@ CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsi
 constexpr std::size_t kPitchAlignment = 512;
 
 }  // namespace
+
+CUresult describe_copy_3d(const CUDA_MEMCPY3D& p, backend::CopyDesc& out, bool& empty,
+                          const char* fn) {
+  if (p.srcLOD || p.dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");
+  return describe_copy(src_of3(p), dst_of3(p), p.WidthInBytes, p.Height, p.Depth, out, empty, fn);
+}
+CUresult describe_fill(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem,
+                       std::size_t width, std::size_t height, backend::FillDesc& out,
+                       const char* fn) {
+  if (width == 0 || height == 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero-sized memset");
+  return fill_desc(dst, pitch, value, elem, width, height, out, fn);
+}
+
 }  // namespace cudamux::core
 
 namespace cudamux::impl {
@@ -258,6 +302,7 @@ using core::Sync;
 // --- allocation ---
 
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  if (CUresult r = core::unsafe_call("cuMemAlloc")) return r;  // issue 16: not while capturing
   if (!dptr) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc", "null out-pointer");
   if (bytesize == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc", "zero size");
   Context* ctx = nullptr;
@@ -272,6 +317,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
                             unsigned int ElementSizeBytes) {
+  if (CUresult r = core::unsafe_call("cuMemAllocPitch")) return r;  // issue 16: not while capturing
   if (!dptr || !pPitch) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "null out-pointer");
   if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "element size must be 4, 8 or 16");
@@ -286,6 +332,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  if (CUresult r = core::unsafe_call("cuMemFree")) return r;  // issue 16: not while capturing
   if (dptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as with CUDA
   Core& core = Core::get();
   Allocation a;
@@ -319,6 +366,7 @@ CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
 }
 
 CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  if (CUresult r = core::unsafe_call("cuMemHostAlloc")) return r;  // issue 16: not while capturing
   if (!pp) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc", "null out-pointer");
   if (Flags & ~static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
     return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc", "invalid flags");
@@ -334,6 +382,7 @@ CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
 }
 
 CUresult cuMemFreeHost(void* p) {
+  if (CUresult r = core::unsafe_call("cuMemFreeHost")) return r;  // issue 16: not while capturing
   if (!p) return CUDA_SUCCESS;
   Core& core = Core::get();
   Allocation a;
@@ -350,6 +399,7 @@ CUresult cuMemFreeHost(void* p) {
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  if (CUresult r = core::unsafe_call("cuMemAllocManaged")) return r;  // issue 16: not while capturing
   if (!dptr) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged", "null out-pointer");
   if (bytesize == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged", "zero size");
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
@@ -366,6 +416,7 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
 }
 
 CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
+  if (CUresult r = core::unsafe_call("cuMemHostRegister")) return r;  // issue 16: not while capturing
   constexpr unsigned kAll = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                             CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
   if (!p || bytesize == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister", "null pointer or zero size");

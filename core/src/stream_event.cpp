@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core.hpp"
+#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
 
 namespace cudamux::impl {
@@ -57,6 +58,7 @@ CUresult create_stream(CUstream* phStream, unsigned flags, int priority, const c
 CUresult stream_query(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuStreamQuery");
   return core::note_sticky(*s->ctx,
                            Core::get().map(s->queue->query(), "cuStreamQuery"));  // issue #3
 }
@@ -64,6 +66,7 @@ CUresult stream_query(CUstream h, bool per_thread) {
 CUresult stream_synchronize(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuStreamSynchronize");
   return core::note_sticky(
       *s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
 }
@@ -75,6 +78,9 @@ CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamWaitEvent", "invalid event");
+  // issue 16: a wait in a capture, or on an event recorded in one (which joins `s` to it).
+  if (core::capture_applies(*s) || e->in_capture.load(std::memory_order_acquire))
+    return core::capture_event_wait(*s, *e, flags, "cuStreamWaitEvent");
   if (!e->recorded.load(std::memory_order_acquire)) return CUDA_SUCCESS;  // nothing to wait for
   return Core::get().map(core::submit(*s, [&](backend::Queue& q) { return q.wait(*e->impl); }),
                          "cuStreamWaitEvent");
@@ -96,6 +102,7 @@ CUresult add_callback(CUstream h, CUstreamCallback callback, void* userData, uns
   if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuStreamAddCallback", "flags must be 0");
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuStreamAddCallback");
   auto cb = std::make_unique<StreamCallback>(StreamCallback{callback, h, userData});
   const auto st = core::submit(
       *s, [&](backend::Queue& q) { return q.host_function(&run_stream_callback, cb.get()); });
@@ -107,6 +114,7 @@ CUresult launch_host_func(CUstream h, CUhostFn fn, void* userData, bool per_thre
   if (!fn) return reject(CUDA_ERROR_INVALID_VALUE, "cuLaunchHostFunc", "null function");
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  if (core::capture_applies(*s)) return core::capture_host(*s, fn, userData, "cuLaunchHostFunc");
   return Core::get().map(
       core::submit(*s, [&](backend::Queue& q) { return q.host_function(fn, userData); }),
       "cuLaunchHostFunc");
@@ -131,8 +139,12 @@ CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool per_threa
   if (s->ctx != e->ctx)
     return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord",
                   "event and stream belong to different contexts");
+  if (core::capture_applies(*s)) return core::capture_event_record(*s, *e, "cuEventRecord");
   const auto st = core::submit(*s, [&](backend::Queue& q) { return q.record(*e->impl); });
-  if (st.ok()) e->recorded.store(true, std::memory_order_release);
+  if (st.ok()) {
+    e->recorded.store(true, std::memory_order_release);
+    if (e->in_capture.load(std::memory_order_acquire)) core::forget_event_capture(*e);
+  }
   return Core::get().map(st, "cuEventRecord");
 }
 
@@ -162,6 +174,7 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
   // automatically once the device has completed all work". So a stream with pending work
   // is retired, not synchronised (that could deadlock a program whose pending work waits
   // on the host), and freed by a later destroy once idle, or with its context.
+  if (s->capture.load(std::memory_order_acquire)) core::abandon_stream_capture(*s);
   Context& ctx = *s->ctx;
   std::vector<std::unique_ptr<Stream>> idle;
   {
@@ -467,6 +480,7 @@ CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags) 
 }
 
 CUresult cuEventQuery(CUevent hEvent) {
+  if (CUresult r = core::unsafe_call("cuEventQuery")) return r;  // issue 16: not while capturing
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventQuery", "invalid event");
   if (CUresult r = core::sticky_error(*e->ctx)) return r;  // issue #3: sticky kernel errors
@@ -474,6 +488,7 @@ CUresult cuEventQuery(CUevent hEvent) {
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {
+  if (CUresult r = core::unsafe_call("cuEventSynchronize")) return r;  // issue 16: not while capturing
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventSynchronize", "invalid event");
   if (CUresult r = core::sticky_error(*e->ctx)) return r;  // issue #3: sticky kernel errors
@@ -526,49 +541,3 @@ CUresult cuEventDestroy(CUevent hEvent) { return impl::cuEventDestroy_v2(hEvent)
 
 }  // namespace cudamux::impl
 
-// --- stream capture queries (issue 14: frameworks ask before every launch) ---
-// cudamux captures nothing yet (cuStreamBeginCapture is not supported), so every valid stream
-// answers CU_STREAM_CAPTURE_STATUS_NONE; the other outputs are, as CUDA documents, undefined
-// unless the capture is active, and are left untouched.
-namespace cudamux::impl {
-namespace {
-CUresult capture_status(CUstream h, CUstreamCaptureStatus* status, bool per_thread,
-                        const char* fn) {
-  if (!status) return core::reject(CUDA_ERROR_INVALID_VALUE, fn, "null status pointer");
-  core::Stream* s = nullptr;
-  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-}  // namespace
-
-CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus* status) {
-  return capture_status(h, status, false, "cuStreamIsCapturing");
-}
-CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus* status) {
-  return capture_status(h, status, true, "cuStreamIsCapturing");
-}
-CUresult cuStreamGetCaptureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*) {
-  return capture_status(h, status, false, "cuStreamGetCaptureInfo");
-}
-CUresult cuStreamGetCaptureInfo_ptsz(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*) {
-  return capture_status(h, status, true, "cuStreamGetCaptureInfo");
-}
-CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*, CUgraph*,
-                                   const CUgraphNode**, size_t*) {
-  return capture_status(h, status, false, "cuStreamGetCaptureInfo");
-}
-CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*,
-                                        CUgraph*, const CUgraphNode**, size_t*) {
-  return capture_status(h, status, true, "cuStreamGetCaptureInfo");
-}
-CUresult cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*, CUgraph*,
-                                   const CUgraphNode**, const CUgraphEdgeData**, size_t*) {
-  return capture_status(h, status, false, "cuStreamGetCaptureInfo");
-}
-CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus* status, cuuint64_t*,
-                                        CUgraph*, const CUgraphNode**, const CUgraphEdgeData**,
-                                        size_t*) {
-  return capture_status(h, status, true, "cuStreamGetCaptureInfo");
-}
-}  // namespace cudamux::impl
