@@ -119,32 +119,6 @@ CUmemorytype memory_type(backend::MemKind k) {
                                                                          : CU_MEMORYTYPE_HOST;
 }
 
-// A graph of an executable graph's nodes (a graph launched into a capture becomes a child
-// graph node holding it).
-std::unique_ptr<Graph> graph_from_exec(const GraphExec& x) {
-  auto g = new_graph();
-  if (!g) return nullptr;
-  std::vector<GraphNode*> made;
-  for (const ExecNode& e : x.nodes) {
-    std::vector<Edge> deps;
-    for (std::size_t d : e.deps) deps.push_back({made[d], {}});
-    GraphNode& n = add_node(*g, e.type, deps);
-    copy_kernel_params(e.kernel, n.kernel);
-    n.copy = e.copy;
-    n.fill = e.fill;
-    n.host = e.host;
-    n.event = e.event;
-    n.alloc = e.alloc;
-    n.free_ptr = e.free_ptr;
-    if (e.child) {
-      n.child = graph_from_exec(*e.child);
-      if (n.child) n.child->parent = &n;
-    }
-    made.push_back(&n);
-  }
-  return g;
-}
-
 // Whether every node in `tails` is an ancestor of (or among) `heads`.
 bool joined(const std::vector<Edge>& tails, const std::vector<Edge>& heads) {
   std::unordered_set<const GraphNode*> seen;
@@ -231,27 +205,6 @@ CUresult capture_host(Stream& s, CUhostFn fn, void* user, const char* api) {
   return add_captured(s, CU_GRAPH_NODE_TYPE_HOST, api, [&](GraphNode& n) {
     n.host = CUDA_HOST_NODE_PARAMS{fn, user};
   });
-}
-
-CUresult capture_graph_launch(Stream& s, GraphExec& x, const char* fn) {
-  std::unique_ptr<Graph> child;
-  {
-    std::lock_guard lock(graph_mutex());
-    std::lock_guard xlock(x.mutex);
-    child = graph_from_exec(x);
-  }
-  if (!child) return CUDA_ERROR_OUT_OF_MEMORY;
-  Graph* raw = child.get();
-  const CUresult r = add_captured(s, CU_GRAPH_NODE_TYPE_GRAPH, fn, [&](GraphNode& n) {
-    n.child = std::move(child);
-    n.child->parent = &n;
-  });
-  if (r != CUDA_SUCCESS && child) {
-    std::lock_guard lock(graph_mutex());
-    destroy_graph(std::move(child));
-  }
-  (void)raw;
-  return r;
 }
 
 CUresult capture_event_record(Stream& s, Event& e, const char* fn) {
@@ -443,9 +396,11 @@ CUresult end_capture(CUstream h, CUgraph* phGraph, bool per_thread) {
   StreamCapture* sc = s->capture.load();
   if (!sc) return reject(CUDA_ERROR_ILLEGAL_STATE, fn, "the stream is not capturing");
   CaptureSession& c = *sc->session;
-  if (c.origin != s)
+  if (c.origin != s) {
+    core::invalidate(c, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, fn);  // as NVIDIA's driver does
     return reject(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, fn,
                   "the capture must end on the stream where it began");
+  }
   if (c.mode != CU_STREAM_CAPTURE_MODE_RELAXED && c.thread != core::this_thread())
     return reject(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, fn,
                   "the capture must end on the thread that began it");

@@ -1040,10 +1040,16 @@ CUresult cuGraphKernelNodeSetAttribute(CUgraphNode h, CUkernelNodeAttrID attr,
         !core::Core::get().backend().launches_clusters())
       return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "the backend has no thread block clusters");
     std::copy(std::begin(dims), std::end(dims), k.cluster);
-  } else if (attr == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
-    k.priority = value->priority;
   }
-  k.attributes[attr] = *value;
+  CUkernelNodeAttrValue stored = *value;
+  if (attr == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+    // Clamped to the device's range, as NVIDIA's driver does.
+    int least = 0, greatest = 0;
+    (void)impl::cuCtxGetStreamPriorityRange(&least, &greatest);
+    stored.priority = std::clamp(value->priority, greatest, least);
+    k.priority = stored.priority;
+  }
+  k.attributes[attr] = stored;
   return CUDA_SUCCESS;
 }
 
@@ -1148,11 +1154,12 @@ CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned i
   core::UserObject* o =
       core::graph_handles().user_objects.find(reinterpret_cast<std::uintptr_t>(object));
   if (!g || !o) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid graph or user object");
+  // NVIDIA's driver accepts releasing more than the graph holds; the graph's are released.
   auto it = g->user_objects.find(o);
-  if (it == g->user_objects.end() || it->second < count)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the graph holds fewer references");
-  if ((it->second -= count) == 0) g->user_objects.erase(it);
-  core::release_user_object_refs(*o, count);
+  if (it == g->user_objects.end()) return CUDA_SUCCESS;
+  const unsigned released = std::min(count, it->second);
+  if ((it->second -= released) == 0) g->user_objects.erase(it);
+  core::release_user_object_refs(*o, released);
   return CUDA_SUCCESS;
 }
 

@@ -233,7 +233,6 @@ CUresult capture_fill(Stream& s, const backend::FillDesc& d, bool synchronous, c
 CUresult capture_host(Stream& s, CUhostFn fn, void* user, const char* api);
 CUresult capture_event_record(Stream& s, Event& e, const char* fn);
 CUresult capture_event_wait(Stream& s, Event& e, unsigned flags, const char* fn);
-CUresult capture_graph_launch(Stream& s, GraphExec& x, const char* fn);
 // A call CUDA forbids on a capturing stream (synchronize, query, ...): invalidates the capture
 // and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (or _IMPLICIT for the legacy stream).
 CUresult capture_forbidden(Stream& s, const char* fn);

@@ -357,7 +357,8 @@ CUresult graph_launch(CUgraphExec h, CUstream hStream, bool per_thread, const ch
   if (!x) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid executable graph");
   core::Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(hStream, per_thread, s)) return r;
-  if (core::capture_applies(*s)) return core::capture_graph_launch(*s, *x, fn);
+  // NVIDIA's driver 580 refuses a graph launch into a capture (and invalidates it).
+  if (core::capture_applies(*s)) return core::capture_forbidden(*s, fn);
   return core::launch_exec(*x, *s, fn);
 }
 
@@ -613,7 +614,7 @@ CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec, CUgraphNode hNode
   const GraphNode* err = nullptr;
   const GraphNode* err_from = nullptr;
   if (core::check_update(*e->child, *g, err, err_from) != CU_GRAPH_EXEC_UPDATE_SUCCESS)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+    return reject(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, fn,
                   "the graph's topology or parameters differ from the child graph's");
   std::lock_guard xlock(x->mutex);
   core::apply_update(*e->child, *g);

@@ -90,9 +90,6 @@ CUresult run_copy(Stream& s, const backend::CopyDesc& d, Sync sync, const char* 
       d.src_kind == MemKind::host_pageable || d.dst_kind == MemKind::host_pageable;
   // issue 16: a capturing stream records a memcpy node instead.
   if (capture_applies(s)) return capture_copy(s, d, sync == Sync::blocking, fn);
-  if (sync == Sync::blocking) {
-    if (CUresult r = unsafe_call(fn)) return r;
-  }
   Core& core = Core::get();
   if (sync == Sync::blocking || pageable)
     return core.map(submit(s, [&](backend::Queue& q) { return q.copy_sync(d); }), fn);
@@ -261,9 +258,6 @@ CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsi
   if (CUresult r = fill_desc(dst, pitch, value, elem, width, height, d, fn)) return r;
   // issue 16: a capturing stream records a memset node instead.
   if (capture_applies(*s)) return capture_fill(*s, d, sync == Sync::blocking, fn);
-  if (sync == Sync::blocking) {
-    if (CUresult r = unsafe_call(fn)) return r;
-  }
   Core& core = Core::get();
   const auto st = submit(*s, [&](backend::Queue& q) { return q.fill(d); });
   if (!st.ok()) return core.map(st, fn);
