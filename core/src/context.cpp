@@ -6,6 +6,7 @@
 
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "mempool.hpp"
 
 namespace cudamux::core {
 
@@ -116,6 +117,7 @@ void destroy_context_contents(Context& ctx) {
   // that of other contexts too, since it may use this context's memory (issue 9).
   (void)ctx.impl->synchronize();
   quiesce_all_contexts(/*lifetime_held=*/true);
+  pool_forget_context(ctx);  // pool blocks and free events of this context (mempool.cpp)
   for (Event* e : core.events.live()) {
     if (e->ctx == &ctx && core.events.erase(reinterpret_cast<std::uintptr_t>(e->handle))) delete e;
   }
@@ -361,15 +363,20 @@ CUresult cuCtxGetApiVersion(CUcontext h, unsigned int* version) {
 CUresult cuCtxSynchronize() {
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
-  return core::note_sticky(
+  const CUresult r = core::note_sticky(
       *ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize"));  // issue #3
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(ctx->device);          // release threshold
+  return r;
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext h) {
   Context* ctx = nullptr;
   if (CUresult r = ctx_or_current(h, ctx)) return r;
   if (CUresult r = core::sticky_error(*ctx)) return r;  // issue #3: sticky kernel errors
-  return core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2"));
+  const CUresult r =
+      core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2"));
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(ctx->device);  // release threshold
+  return r;
 }
 
 CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {

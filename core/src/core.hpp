@@ -33,6 +33,7 @@ struct Module;    // issue #3
 struct Function;  // issue #3
 struct Library;   // issue #3
 struct Kernel;    // issue #3
+struct MemPool;   // stream-ordered memory pools (mempool.cpp)
 
 enum class StreamKind : std::uint8_t { legacy, per_thread, user };
 
@@ -194,6 +195,7 @@ class Core {
   HandleTable<Function> functions{0xc5};
   HandleTable<Library> libraries{0xc6};
   HandleTable<Kernel> kernels{0xc7};
+  HandleTable<MemPool> mempools{0xc8};  // mempool.cpp
 
   std::atomic<unsigned long long> next_context_id{1};
   std::atomic<unsigned long long> next_stream_id{1};

@@ -7,6 +7,7 @@
 
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "mempool.hpp"
 
 namespace cudamux::core {
 namespace {
@@ -287,6 +288,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (dptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as with CUDA
+  // Pool memory (cuMemAllocAsync) may be freed here too; that synchronizes (mempool.cpp).
+  if (CUresult r = CUDA_SUCCESS; core::pool_free_sync(dptr, r)) return r;
   Core& core = Core::get();
   Allocation a;
   {
@@ -664,7 +667,7 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUmemoryPool*>(data) = nullptr;  // none of ours come from a pool yet
+      *static_cast<CUmemoryPool*>(data) = a ? core::pool_of_pointer(a->base) : nullptr;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       // CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS: 0x1 read-only, 0x3 read-write, 0 no access.

@@ -7,6 +7,7 @@
 
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "mempool.hpp"
 
 namespace cudamux::impl {
 using core::Context;
@@ -64,8 +65,10 @@ CUresult stream_query(CUstream h, bool per_thread) {
 CUresult stream_synchronize(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  return core::note_sticky(
+  const CUresult r = core::note_sticky(
       *s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(s->ctx->device);  // release threshold
+  return r;
 }
 
 CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_thread) {
@@ -76,8 +79,10 @@ CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuStreamWaitEvent", "invalid event");
   if (!e->recorded.load(std::memory_order_acquire)) return CUDA_SUCCESS;  // nothing to wait for
-  return Core::get().map(core::submit(*s, [&](backend::Queue& q) { return q.wait(*e->impl); }),
-                         "cuStreamWaitEvent");
+  const CUresult r = Core::get().map(
+      core::submit(*s, [&](backend::Queue& q) { return q.wait(*e->impl); }), "cuStreamWaitEvent");
+  if (r == CUDA_SUCCESS) core::pool_note_stream_wait(*s, *e);  // pools follow the dependency
+  return r;
 }
 
 struct StreamCallback {
@@ -132,7 +137,10 @@ CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool per_threa
     return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord",
                   "event and stream belong to different contexts");
   const auto st = core::submit(*s, [&](backend::Queue& q) { return q.record(*e->impl); });
-  if (st.ok()) e->recorded.store(true, std::memory_order_release);
+  if (st.ok()) {
+    e->recorded.store(true, std::memory_order_release);
+    core::pool_note_event_record(*e, *s);  // which pool frees the record follows
+  }
   return Core::get().map(st, "cuEventRecord");
 }
 
@@ -477,7 +485,10 @@ CUresult cuEventSynchronize(CUevent hEvent) {
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventSynchronize", "invalid event");
   if (CUresult r = core::sticky_error(*e->ctx)) return r;  // issue #3: sticky kernel errors
-  return core::note_sticky(*e->ctx, Core::get().map(e->impl->synchronize(), "cuEventSynchronize"));
+  const CUresult r =
+      core::note_sticky(*e->ctx, Core::get().map(e->impl->synchronize(), "cuEventSynchronize"));
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(e->ctx->device);  // release threshold
+  return r;
 }
 
 CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
