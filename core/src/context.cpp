@@ -5,8 +5,9 @@
 #include <mutex>
 
 #include "core.hpp"
-#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "graph.hpp"
+#include "mempool.hpp"
 
 namespace cudamux::core {
 
@@ -117,8 +118,9 @@ void destroy_context_contents(Context& ctx) {
   // that of other contexts too, since it may use this context's memory (issue 9).
   (void)ctx.impl->synchronize();
   quiesce_all_contexts(/*lifetime_held=*/true);
-  abandon_captures(ctx);       // issue 16
-  forget_exec_orders(ctx);     // issue 16
+  abandon_captures(ctx);     // issue 16
+  forget_exec_orders(ctx);   // issue 16
+  pool_forget_context(ctx);  // pool blocks and free events of this context (mempool.cpp)
   for (Event* e : core.events.live()) {
     if (e->ctx == &ctx && core.events.erase(reinterpret_cast<std::uintptr_t>(e->handle))) delete e;
   }
@@ -362,18 +364,24 @@ CUresult cuCtxGetApiVersion(CUcontext h, unsigned int* version) {
 }
 
 CUresult cuCtxSynchronize() {
-  if (CUresult r = core::unsafe_call("cuCtxSynchronize")) return r;  // issue 16: not while capturing
+  if (CUresult r = core::unsafe_call("cuCtxSynchronize"))
+    return r;  // issue 16: not while capturing
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
-  return core::note_sticky(
+  const CUresult r = core::note_sticky(
       *ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize"));  // issue #3
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(ctx->device);          // release threshold
+  return r;
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext h) {
   Context* ctx = nullptr;
   if (CUresult r = ctx_or_current(h, ctx)) return r;
   if (CUresult r = core::sticky_error(*ctx)) return r;  // issue #3: sticky kernel errors
-  return core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2"));
+  const CUresult r =
+      core::note_sticky(*ctx, Core::get().map(ctx->impl->synchronize(), "cuCtxSynchronize_v2"));
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(ctx->device);  // release threshold
+  return r;
 }
 
 CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {

@@ -13,10 +13,10 @@
 #include "cudamux/api_support.hpp"
 #include "cudamux/config.hpp"
 #include "cudamux/cuda_env.hpp"  // issue 8
+#include "cudamux/driver_impl.hpp"
 #include "cudamux/enum_policy.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/plugin_loader.hpp"
-#include "cudamux/driver_impl.hpp"
 
 namespace cudamux::api::detail {
 std::atomic<bool> g_initialized{false};
@@ -28,8 +28,8 @@ namespace cudamux::api {
 CUresult not_supported(std::atomic<bool>& logged, const char* symbol) noexcept {
   if (!logged.exchange(true, std::memory_order_relaxed)) {
     try {
-      cudamux::log::get()->warn("{} is not supported by cudamux yet: returning CUDA_ERROR_NOT_SUPPORTED",
-                                symbol);
+      cudamux::log::get()->warn(
+          "{} is not supported by cudamux yet: returning CUDA_ERROR_NOT_SUPPORTED", symbol);
     } catch (...) {
     }
   }
@@ -167,23 +167,24 @@ CUresult Core::do_initialize() {
   }
   // issue 8: CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES decide which backend devices the
   // program sees and their CUDA ordinals (Core::backend_ordinal maps them back).
-  cuda_env::Selection sel =
-      cuda_env::select_devices(facts, std::getenv("CUDA_VISIBLE_DEVICES"), std::getenv("CUDA_DEVICE_ORDER"));
+  cuda_env::Selection sel = cuda_env::select_devices(facts, std::getenv("CUDA_VISIBLE_DEVICES"),
+                                                     std::getenv("CUDA_DEVICE_ORDER"));
   for (const std::string& note : sel.notes) logger_->warn("{}", note);
   selection_notes_ = std::move(sel.notes);
   for (const int b : sel.backend_ordinals) {
     auto state = std::make_unique<DeviceState>();
     state->props = props[static_cast<std::size_t>(b)];
     state->backend_ordinal = b;
-    logger_->debug("device {} is backend '{}' device {} ({}, {} order)", devices_.size(), backend_->name(), b,
-                   state->props.name, sel.order);
+    logger_->debug("device {} is backend '{}' device {} ({}, {} order)", devices_.size(),
+                   backend_->name(), b, state->props.name, sel.order);
     devices_.push_back(std::move(state));
   }
   launch_blocking_ = cuda_env::launch_blocking(std::getenv("CUDA_LAUNCH_BLOCKING"));
   if (launch_blocking_) logger_->info("CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel");
   const char* loading = std::getenv("CUDA_MODULE_LOADING");
   if (auto mode = cuda_env::module_loading(loading)) {
-    module_loading_ = *mode == cuda_env::ModuleLoading::eager ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+    module_loading_ =
+        *mode == cuda_env::ModuleLoading::eager ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
   } else {
     logger_->warn("CUDA_MODULE_LOADING='{}' is neither LAZY nor EAGER; using LAZY", loading);
   }
@@ -208,7 +209,8 @@ CUresult Core::map(backend::Status status, const char* what) noexcept {
     logger_->debug("{}: backend '{}' returned {} ({})", what, backend_->name(),
                    errors.native_name(status.native), status.native);
     return static_cast<CUresult>(policy::unmapped("CUresult", backend_->name(), status.native,
-                                                  errors.native_name(status.native), CUDA_ERROR_UNKNOWN));
+                                                  errors.native_name(status.native),
+                                                  CUDA_ERROR_UNKNOWN));
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
@@ -329,7 +331,8 @@ namespace cudamux::impl {
 CUresult cuInit(unsigned int Flags) { return core::Core::get().initialize(Flags); }
 
 CUresult cuDriverGetVersion(int* driverVersion) {
-  if (!driverVersion) return core::reject(CUDA_ERROR_INVALID_VALUE, "cuDriverGetVersion", "null out-pointer");
+  if (!driverVersion)
+    return core::reject(CUDA_ERROR_INVALID_VALUE, "cuDriverGetVersion", "null out-pointer");
   // Before cuInit the config is not read yet; report the compiled-in version then.
   *driverVersion = api::initialized() ? core::Core::get().driver_version() : CUDA_VERSION;
   return CUDA_SUCCESS;

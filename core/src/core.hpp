@@ -3,6 +3,8 @@
 // the backend interface (cudamux/backend.hpp).
 #pragma once
 
+#include <cuda.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -14,8 +16,6 @@
 #include <shared_mutex>
 #include <string>
 #include <vector>
-
-#include <cuda.h>
 
 #include "cudamux/backend.hpp"
 #include "handles.hpp"
@@ -29,12 +29,13 @@ namespace cudamux::core {
 struct Context;
 struct Stream;
 struct Event;
-struct Module;    // issue #3
-struct Function;  // issue #3
-struct Library;   // issue #3
-struct Kernel;    // issue #3
+struct Module;         // issue #3
+struct Function;       // issue #3
+struct Library;        // issue #3
+struct Kernel;         // issue #3
 struct StreamCapture;  // issue 16 (graph.hpp)
 struct EventCapture;   // issue 16 (capture.cpp)
+struct MemPool;        // stream-ordered memory pools (mempool.cpp)
 
 enum class StreamKind : std::uint8_t { legacy, per_thread, user };
 
@@ -58,8 +59,8 @@ struct Stream {
   // Marker used to order this stream against the legacy default stream.
   std::unique_ptr<backend::Event> marker;
   // Legacy-stream ordering state, guarded by Context::order_mutex.
-  bool has_unsynced_work = false;       // work the legacy stream has not waited for yet
-  std::uint64_t legacy_seen = 0;        // legacy submissions this stream already waited for
+  bool has_unsynced_work = false;  // work the legacy stream has not waited for yet
+  std::uint64_t legacy_seen = 0;   // legacy submissions this stream already waited for
   // issue 16: set while the stream takes part in a stream capture (capture.cpp); every
   // submission path checks it and adds a graph node instead of running the work.
   std::atomic<StreamCapture*> capture{nullptr};
@@ -99,7 +100,7 @@ struct Context {
   // Serialises submissions that must be ordered against the legacy stream, and
   // guards the stream list.
   std::mutex order_mutex;
-  std::vector<Stream*> streams;  // user + per-thread streams, owned via the handle table
+  std::vector<Stream*> streams;        // user + per-thread streams, owned via the handle table
   std::uint64_t legacy_submitted = 0;  // submissions to the legacy stream
   std::uint64_t legacy_marker_at = 0;  // legacy_submitted when its marker was last recorded
   // Streams and events destroyed while their work was pending: cuStreamDestroy and
@@ -206,6 +207,7 @@ class Core {
   HandleTable<Function> functions{0xc5};
   HandleTable<Library> libraries{0xc6};
   HandleTable<Kernel> kernels{0xc7};
+  HandleTable<MemPool> mempools{0xc8};  // mempool.cpp
 
   std::atomic<unsigned long long> next_context_id{1};
   std::atomic<unsigned long long> next_stream_id{1};
@@ -308,7 +310,7 @@ struct Function {
   Module* module = nullptr;
   CUfunction handle = nullptr;
   backend::Function* impl = nullptr;  // owned by module->impl
-  std::string name;  // NUL-terminated copy for cuFuncGetName
+  std::string name;                   // NUL-terminated copy for cuFuncGetName
   // cuFuncSetAttribute / cuFuncSetCacheConfig state (the backend keeps none).
   std::atomic<int> max_dynamic_shared{-1};  // -1: not set (the backend's value applies)
   std::atomic<int> preferred_carveout{-1};
@@ -320,8 +322,8 @@ struct Function {
   // read from the backend on the first launch (each is a virtual call, a driver call on a
   // cache miss of the cuda backend), then kept. Written before launch_ready is set.
   std::atomic<bool> launch_ready{false};
-  std::atomic<int> launch_max_threads{0};  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-  std::atomic<int> launch_regs{0};         // CU_FUNC_ATTRIBUTE_NUM_REGS
+  std::atomic<int> launch_max_threads{0};         // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  std::atomic<int> launch_regs{0};                // CU_FUNC_ATTRIBUTE_NUM_REGS
   std::atomic<std::size_t> launch_args_bytes{0};  // extent of the packed parameters
 };
 
@@ -348,8 +350,8 @@ struct Kernel {
 
 struct Library {
   CUlibrary handle = nullptr;
-  std::vector<char> image;            // our copy when its extent is known
-  const void* image_ptr = nullptr;    // what the module loads read: image.data() or the caller's
+  std::vector<char> image;          // our copy when its extent is known
+  const void* image_ptr = nullptr;  // what the module loads read: image.data() or the caller's
   // Guarded by the module registry lock (module.cpp):
   std::map<Context*, Module*> modules;  // per-context, loaded lazily
   std::map<std::string, Kernel*, std::less<>> kernels;

@@ -1,12 +1,12 @@
 // Device management: cuDevice*.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
@@ -17,12 +17,15 @@ using core::reject;
 
 namespace {
 CUresult check_device(CUdevice dev, const char* fn) {
-  if (!Core::get().valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device ordinal");
+  if (!Core::get().valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device ordinal");
   return CUDA_SUCCESS;
 }
 int attribute_or(CUdevice dev, CUdevice_attribute attr, int fallback) {
   int v = 0;
-  return Core::get().backend().devices().attribute(Core::get().backend_ordinal(dev), attr, v).ok() ? v : fallback;
+  return Core::get().backend().devices().attribute(Core::get().backend_ordinal(dev), attr, v).ok()
+             ? v
+             : fallback;
 }
 }  // namespace
 
@@ -41,7 +44,8 @@ CUresult cuDeviceGetCount(int* count) {
 }
 
 CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
-  if (!name || len <= 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuDeviceGetName", "null or empty buffer");
+  if (!name || len <= 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuDeviceGetName", "null or empty buffer");
   if (CUresult r = check_device(dev, "cuDeviceGetName")) return r;
   const std::string& n = Core::get().device(dev).props.name;
   const std::size_t copied = std::min(n.size(), static_cast<std::size_t>(len) - 1);
@@ -160,11 +164,13 @@ CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
 }
 
 CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  if (!canAccessPeer) return reject(CUDA_ERROR_INVALID_VALUE, "cuDeviceCanAccessPeer", "null out-pointer");
+  if (!canAccessPeer)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuDeviceCanAccessPeer", "null out-pointer");
   if (CUresult r = check_device(dev, "cuDeviceCanAccessPeer")) return r;
   if (CUresult r = check_device(peerDev, "cuDeviceCanAccessPeer")) return r;
-  *canAccessPeer = dev != peerDev && Core::get().backend().devices().can_access_peer(
-                                         Core::get().backend_ordinal(dev), Core::get().backend_ordinal(peerDev));
+  *canAccessPeer =
+      dev != peerDev && Core::get().backend().devices().can_access_peer(
+                            Core::get().backend_ordinal(dev), Core::get().backend_ordinal(peerDev));
   return CUDA_SUCCESS;
 }
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core.hpp"
-#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "graph.hpp"
 
 namespace cudamux::core {
 namespace {
@@ -232,8 +232,7 @@ CUresult pack_args(const Function& f, std::size_t total, void** kparams, void** 
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "both kernelParams and extra given");
   if (kparams) {
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (!kparams[i])
-        return reject(CUDA_ERROR_INVALID_VALUE, fn, "null kernel parameter pointer");
+      if (!kparams[i]) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null kernel parameter pointer");
       std::memcpy(buf + params[i].offset, kparams[i], params[i].size);
     }
   } else if (extra) {

@@ -6,8 +6,9 @@
 #include <shared_mutex>
 
 #include "core.hpp"
-#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "graph.hpp"
+#include "mempool.hpp"
 
 namespace cudamux::core {
 namespace {
@@ -16,10 +17,13 @@ using backend::MemKind;
 
 MemKind mem_kind(AllocKind k) noexcept {
   switch (k) {
-    case AllocKind::device: return MemKind::device;
-    case AllocKind::managed: return MemKind::managed;
+    case AllocKind::device:
+      return MemKind::device;
+    case AllocKind::managed:
+      return MemKind::managed;
     case AllocKind::host_alloc:
-    case AllocKind::host_registered: return MemKind::host_pinned;
+    case AllocKind::host_registered:
+      return MemKind::host_pinned;
   }
   return MemKind::host_pageable;
 }
@@ -97,7 +101,8 @@ CUresult run_copy(Stream& s, const backend::CopyDesc& d, Sync sync, const char* 
 }
 
 CUresult copy_linear(std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
-                     std::size_t bytes, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+                     std::size_t bytes, CUstream stream, bool per_thread, Sync sync,
+                     const char* fn) {
   Stream* s = nullptr;
   if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
   if (bytes == 0) return CUDA_SUCCESS;
@@ -134,10 +139,12 @@ CUresult resolve_side(const SideSpec& sp, std::size_t width, std::size_t height,
                       const char* fn) {
   if (sp.type == CU_MEMORYTYPE_ARRAY || sp.array)
     return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "CUDA arrays are not supported yet");
-  if (sp.type != CU_MEMORYTYPE_HOST && sp.type != CU_MEMORYTYPE_DEVICE && sp.type != CU_MEMORYTYPE_UNIFIED)
+  if (sp.type != CU_MEMORYTYPE_HOST && sp.type != CU_MEMORYTYPE_DEVICE &&
+      sp.type != CU_MEMORYTYPE_UNIFIED)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown memory type");
   pitch = sp.pitch ? sp.pitch : width;
-  if (pitch < width) return reject(CUDA_ERROR_INVALID_VALUE, fn, "pitch smaller than the row width");
+  if (pitch < width)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "pitch smaller than the row width");
   const std::size_t rows = sp.height ? sp.height : height;
   if (depth > 1 && rows < height)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "slice height smaller than the copy height");
@@ -163,9 +170,11 @@ CUresult describe_copy(const SideSpec& src, const SideSpec& dst, std::size_t wid
   if (empty) return CUDA_SUCCESS;
   Side ds, ss;
   std::size_t dst_extent = 0, src_extent = 0;
-  if (CUresult r = resolve_side(dst, width, height, depth, ds, d.dst_pitch, d.dst_slice, dst_extent, fn))
+  if (CUresult r =
+          resolve_side(dst, width, height, depth, ds, d.dst_pitch, d.dst_slice, dst_extent, fn))
     return r;
-  if (CUresult r = resolve_side(src, width, height, depth, ss, d.src_pitch, d.src_slice, src_extent, fn))
+  if (CUresult r =
+          resolve_side(src, width, height, depth, ss, d.src_pitch, d.src_slice, src_extent, fn))
     return r;
   d.dst = reinterpret_cast<void*>(ds.addr);
   d.src = reinterpret_cast<const void*>(ss.addr);
@@ -193,46 +202,59 @@ CUresult copy_3d(const SideSpec& src, const SideSpec& dst, std::size_t width, st
 }
 
 SideSpec src_of(const CUDA_MEMCPY2D& p) {
-  return {p.srcXInBytes, p.srcY, 0, p.srcMemoryType, p.srcHost, p.srcDevice, p.srcArray, p.srcPitch, 0};
+  return {p.srcXInBytes, p.srcY,     0, p.srcMemoryType, p.srcHost, p.srcDevice,
+          p.srcArray,    p.srcPitch, 0};
 }
 SideSpec dst_of(const CUDA_MEMCPY2D& p) {
-  return {p.dstXInBytes, p.dstY, 0, p.dstMemoryType, p.dstHost, p.dstDevice, p.dstArray, p.dstPitch, 0};
+  return {p.dstXInBytes, p.dstY,     0, p.dstMemoryType, p.dstHost, p.dstDevice,
+          p.dstArray,    p.dstPitch, 0};
 }
 template <class P>
 SideSpec src_of3(const P& p) {
-  return {p.srcXInBytes, p.srcY, p.srcZ, p.srcMemoryType, p.srcHost, p.srcDevice, p.srcArray, p.srcPitch, p.srcHeight};
+  return {p.srcXInBytes, p.srcY,     p.srcZ,     p.srcMemoryType, p.srcHost,
+          p.srcDevice,   p.srcArray, p.srcPitch, p.srcHeight};
 }
 template <class P>
 SideSpec dst_of3(const P& p) {
-  return {p.dstXInBytes, p.dstY, p.dstZ, p.dstMemoryType, p.dstHost, p.dstDevice, p.dstArray, p.dstPitch, p.dstHeight};
+  return {p.dstXInBytes, p.dstY,     p.dstZ,     p.dstMemoryType, p.dstHost,
+          p.dstDevice,   p.dstArray, p.dstPitch, p.dstHeight};
 }
 
-CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread, Sync sync,
+                 const char* fn) {
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor");
-  return copy_3d(src_of(*p), dst_of(*p), p->WidthInBytes, p->Height, 1, stream, per_thread, sync, fn);
+  return copy_3d(src_of(*p), dst_of(*p), p->WidthInBytes, p->Height, 1, stream, per_thread, sync,
+                 fn);
 }
-CUresult copy_3d_desc(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+CUresult copy_3d_desc(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread, Sync sync,
+                      const char* fn) {
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor");
   if (p->srcLOD || p->dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");
-  return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread, sync, fn);
+  return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread,
+                 sync, fn);
 }
-CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thread, Sync sync,
+                      const char* fn) {
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor");
   if (p->srcLOD || p->dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");
-  if ((p->srcContext && !context_of(p->srcContext)) || (p->dstContext && !context_of(p->dstContext)))
+  if ((p->srcContext && !context_of(p->srcContext)) ||
+      (p->dstContext && !context_of(p->dstContext)))
     return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
-  return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread, sync, fn);
+  return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread,
+                 sync, fn);
 }
 
 // The backend descriptor of a 2D memset, validated as the memset calls validate it.
 CUresult fill_desc(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem,
                    std::size_t width, std::size_t height, backend::FillDesc& d, const char* fn) {
-  if (dst % elem != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
+  if (dst % elem != 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
   std::size_t row_bytes = 0, extent = 0;
   if (!mul_add(width, elem, 0, row_bytes))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "size overflows the address space");
   if (height == 1 && pitch == 0) pitch = row_bytes;
-  if (pitch < row_bytes) return reject(CUDA_ERROR_INVALID_VALUE, fn, "pitch smaller than the row width");
+  if (pitch < row_bytes)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "pitch smaller than the row width");
   if (!mul_add(height - 1, pitch, row_bytes, extent))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "size overflows the address space");
   Side side;
@@ -248,11 +270,13 @@ CUresult fill_desc(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsi
 }
 
 // Memsets. Sync forms are asynchronous to the host except for pinned host targets, as in CUDA.
-CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem, std::size_t width,
-                   std::size_t height, CUstream stream, bool per_thread, Sync sync, const char* fn) {
+CUresult memset_2d(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem,
+                   std::size_t width, std::size_t height, CUstream stream, bool per_thread,
+                   Sync sync, const char* fn) {
   Stream* s = nullptr;
   if (CUresult r = resolve_stream(stream, per_thread, s)) return r;
-  if (dst % elem != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
+  if (dst % elem != 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "destination misaligned for the element size");
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   backend::FillDesc d;
   if (CUresult r = fill_desc(dst, pitch, value, elem, width, height, d, fn)) return r;
@@ -278,16 +302,15 @@ CUresult describe_copy_3d(const CUDA_MEMCPY3D& p, backend::CopyDesc& out, bool& 
 CUresult describe_fill(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem,
                        std::size_t width, std::size_t height, backend::FillDesc& out,
                        const char* fn) {
-  if (width == 0 || height == 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero-sized memset");
+  if (width == 0 || height == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero-sized memset");
   return fill_desc(dst, pitch, value, elem, width, height, out, fn);
 }
 
 }  // namespace cudamux::core
 
 namespace cudamux::impl {
-using core::AllocKind;
 using core::Allocation;
+using core::AllocKind;
 using core::Context;
 using core::Core;
 using core::reject;
@@ -302,7 +325,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   void* p = nullptr;
-  if (auto st = ctx->impl->allocate(bytesize, &p); !st.ok()) return Core::get().map(st, "cuMemAlloc");
+  if (auto st = ctx->impl->allocate(bytesize, &p); !st.ok())
+    return Core::get().map(st, "cuMemAlloc");
   core::register_allocation({reinterpret_cast<std::uintptr_t>(p), bytesize, AllocKind::device, ctx,
                              ctx->handle, ctx->device, 0, 0});
   *dptr = reinterpret_cast<CUdeviceptr>(p);
@@ -312,14 +336,18 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
                             unsigned int ElementSizeBytes) {
   if (CUresult r = core::unsafe_call("cuMemAllocPitch")) return r;  // issue 16: not while capturing
-  if (!dptr || !pPitch) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "null out-pointer");
+  if (!dptr || !pPitch)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "null out-pointer");
   if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "element size must be 4, 8 or 16");
-  if (WidthInBytes == 0 || Height == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "zero size");
+  if (WidthInBytes == 0 || Height == 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch", "zero size");
   if (WidthInBytes > SIZE_MAX - (core::kPitchAlignment - 1))  // rounding up would wrap to 0
     return reject(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocPitch", "size overflows");
-  const std::size_t pitch = (WidthInBytes + core::kPitchAlignment - 1) / core::kPitchAlignment * core::kPitchAlignment;
-  if (Height > SIZE_MAX / pitch) return reject(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocPitch", "size overflows");
+  const std::size_t pitch =
+      (WidthInBytes + core::kPitchAlignment - 1) / core::kPitchAlignment * core::kPitchAlignment;
+  if (Height > SIZE_MAX / pitch)
+    return reject(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocPitch", "size overflows");
   if (CUresult r = impl::cuMemAlloc_v2(dptr, pitch * Height)) return r;
   *pPitch = pitch;
   return CUDA_SUCCESS;
@@ -328,6 +356,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (CUresult r = core::unsafe_call("cuMemFree")) return r;  // issue 16: not while capturing
   if (dptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as with CUDA
+  // Pool memory (cuMemAllocAsync) may be freed here too; that synchronizes (mempool.cpp).
+  if (CUresult r = CUDA_SUCCESS; core::pool_free_sync(dptr, r)) return r;
   Core& core = Core::get();
   Allocation a;
   {
@@ -336,7 +366,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     if (it == core.allocations.end() ||
         (it->second.kind != AllocKind::device && it->second.kind != AllocKind::managed) ||
         it->second.virtual_mapping)
-      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFree", "not the base of a live device allocation");
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                    "not the base of a live device allocation");
     a = it->second;
     core.allocations.erase(it);
   }
@@ -345,14 +376,17 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   core::quiesce_all_contexts();
   void* p = reinterpret_cast<void*>(dptr);
   if (a.kind == AllocKind::managed) core::forget_managed_hints(a.buffer_id);
-  return core.map(a.kind == AllocKind::device ? a.ctx->impl->free(p) : a.ctx->impl->free_managed(p), "cuMemFree");
+  return core.map(a.kind == AllocKind::device ? a.ctx->impl->free(p) : a.ctx->impl->free_managed(p),
+                  "cuMemFree");
 }
 
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   if (!free || !total) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemGetInfo", "null out-pointer");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
-  return Core::get().map(Core::get().backend().devices().memory_info(Core::get().backend_ordinal(ctx->device), *free, *total), "cuMemGetInfo");
+  return Core::get().map(Core::get().backend().devices().memory_info(
+                             Core::get().backend_ordinal(ctx->device), *free, *total),
+                         "cuMemGetInfo");
 }
 
 CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
@@ -362,15 +396,17 @@ CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
 CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   if (CUresult r = core::unsafe_call("cuMemHostAlloc")) return r;  // issue 16: not while capturing
   if (!pp) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc", "null out-pointer");
-  if (Flags & ~static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
+  if (Flags & ~static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                                     CU_MEMHOSTALLOC_WRITECOMBINED))
     return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc", "invalid flags");
   if (bytesize == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc", "zero size");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   void* p = nullptr;
-  if (auto st = ctx->impl->allocate_host(bytesize, Flags, &p); !st.ok()) return Core::get().map(st, "cuMemHostAlloc");
-  core::register_allocation({reinterpret_cast<std::uintptr_t>(p), bytesize, AllocKind::host_alloc, ctx,
-                             ctx->handle, ctx->device, Flags, 0});
+  if (auto st = ctx->impl->allocate_host(bytesize, Flags, &p); !st.ok())
+    return Core::get().map(st, "cuMemHostAlloc");
+  core::register_allocation({reinterpret_cast<std::uintptr_t>(p), bytesize, AllocKind::host_alloc,
+                             ctx, ctx->handle, ctx->device, Flags, 0});
   *pp = p;
   return CUDA_SUCCESS;
 }
@@ -384,7 +420,8 @@ CUresult cuMemFreeHost(void* p) {
     std::unique_lock lock(core.alloc_mutex);
     auto it = core.allocations.find(reinterpret_cast<std::uintptr_t>(p));
     if (it == core.allocations.end() || it->second.kind != AllocKind::host_alloc)
-      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost", "not a pointer from cuMemAllocHost/cuMemHostAlloc");
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
+                    "not a pointer from cuMemAllocHost/cuMemHostAlloc");
     a = it->second;
     core.allocations.erase(it);
   }
@@ -393,11 +430,13 @@ CUresult cuMemFreeHost(void* p) {
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
-  if (CUresult r = core::unsafe_call("cuMemAllocManaged")) return r;  // issue 16: not while capturing
+  if (CUresult r = core::unsafe_call("cuMemAllocManaged"))
+    return r;  // issue 16: not while capturing
   if (!dptr) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged", "null out-pointer");
   if (bytesize == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged", "zero size");
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
-    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged", "flags must be CU_MEM_ATTACH_GLOBAL or _HOST");
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged",
+                  "flags must be CU_MEM_ATTACH_GLOBAL or _HOST");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   void* p = nullptr;
@@ -410,10 +449,12 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
 }
 
 CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
-  if (CUresult r = core::unsafe_call("cuMemHostRegister")) return r;  // issue 16: not while capturing
+  if (CUresult r = core::unsafe_call("cuMemHostRegister"))
+    return r;  // issue 16: not while capturing
   constexpr unsigned kAll = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                             CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
-  if (!p || bytesize == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister", "null pointer or zero size");
+  if (!p || bytesize == 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister", "null pointer or zero size");
   if (Flags & ~kAll) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister", "invalid flags");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
@@ -423,13 +464,16 @@ CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
     std::shared_lock lock(core.alloc_mutex);
     for (const auto& [b, a] : core.allocations) {
       if (core::overlaps(b, a.size, base, bytesize))
-        return reject(a.kind == AllocKind::host_registered ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
-                                                          : CUDA_ERROR_INVALID_VALUE,
+        return reject(a.kind == AllocKind::host_registered
+                          ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+                          : CUDA_ERROR_INVALID_VALUE,
                       "cuMemHostRegister", "range overlaps memory already known to CUDA");
     }
   }
-  if (auto st = ctx->impl->register_host(p, bytesize, Flags); !st.ok()) return core.map(st, "cuMemHostRegister");
-  core::register_allocation({base, bytesize, AllocKind::host_registered, ctx, ctx->handle, ctx->device, Flags, 0});
+  if (auto st = ctx->impl->register_host(p, bytesize, Flags); !st.ok())
+    return core.map(st, "cuMemHostRegister");
+  core::register_allocation(
+      {base, bytesize, AllocKind::host_registered, ctx, ctx->handle, ctx->device, Flags, 0});
   return CUDA_SUCCESS;
 }
 CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
@@ -444,7 +488,8 @@ CUresult cuMemHostUnregister(void* p) {
     std::unique_lock lock(core.alloc_mutex);
     auto it = core.allocations.find(reinterpret_cast<std::uintptr_t>(p));
     if (it == core.allocations.end() || it->second.kind != AllocKind::host_registered)
-      return reject(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister", "not a registered base address");
+      return reject(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister",
+                    "not a registered base address");
     a = it->second;
     core.allocations.erase(it);
   }
@@ -453,8 +498,10 @@ CUresult cuMemHostUnregister(void* p) {
 }
 
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p, unsigned int Flags) {
-  if (!pdptr || !p) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer", "null argument");
-  if (Flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer", "flags must be 0");
+  if (!pdptr || !p)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer", "null argument");
+  if (Flags != 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer", "flags must be 0");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   Core& core = Core::get();
@@ -462,12 +509,15 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p, unsigned int 
   {
     std::shared_lock lock(core.alloc_mutex);
     const Allocation* found = core.find_allocation(reinterpret_cast<std::uintptr_t>(p));
-    if (!found || (found->kind != AllocKind::host_alloc && found->kind != AllocKind::host_registered))
-      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer", "not page-locked host memory");
+    if (!found ||
+        (found->kind != AllocKind::host_alloc && found->kind != AllocKind::host_registered))
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer",
+                    "not page-locked host memory");
     a = *found;
   }
   void* base_dev = nullptr;
-  if (auto st = ctx->impl->host_device_pointer(reinterpret_cast<void*>(a.base), &base_dev); !st.ok())
+  if (auto st = ctx->impl->host_device_pointer(reinterpret_cast<void*>(a.base), &base_dev);
+      !st.ok())
     return core.map(st, "cuMemHostGetDevicePointer");
   *pdptr = reinterpret_cast<CUdeviceptr>(base_dev) + (reinterpret_cast<std::uintptr_t>(p) - a.base);
   return CUDA_SUCCESS;
@@ -497,17 +547,15 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr 
 
 // --- copies ---
 
-#define CUDAMUX_COPY_SYNC(NAME, DST_T, SRC_T, DST_DEV, SRC_DEV, PER_THREAD)                           \
-  CUresult NAME(DST_T dst, SRC_T src, size_t n) {                                                    \
-    return core::copy_linear(core::to_addr(dst), DST_DEV,                        \
-                             core::to_addr(src), SRC_DEV, n, nullptr, PER_THREAD, \
-                             Sync::blocking, #NAME);                                                \
+#define CUDAMUX_COPY_SYNC(NAME, DST_T, SRC_T, DST_DEV, SRC_DEV, PER_THREAD)                        \
+  CUresult NAME(DST_T dst, SRC_T src, size_t n) {                                                  \
+    return core::copy_linear(core::to_addr(dst), DST_DEV, core::to_addr(src), SRC_DEV, n, nullptr, \
+                             PER_THREAD, Sync::blocking, #NAME);                                   \
   }
-#define CUDAMUX_COPY_ASYNC(NAME, DST_T, SRC_T, DST_DEV, SRC_DEV, PER_THREAD)                          \
-  CUresult NAME(DST_T dst, SRC_T src, size_t n, CUstream s) {                                        \
-    return core::copy_linear(core::to_addr(dst), DST_DEV,                        \
-                             core::to_addr(src), SRC_DEV, n, s, PER_THREAD,       \
-                             Sync::async, #NAME);                                                   \
+#define CUDAMUX_COPY_ASYNC(NAME, DST_T, SRC_T, DST_DEV, SRC_DEV, PER_THREAD)                 \
+  CUresult NAME(DST_T dst, SRC_T src, size_t n, CUstream s) {                                \
+    return core::copy_linear(core::to_addr(dst), DST_DEV, core::to_addr(src), SRC_DEV, n, s, \
+                             PER_THREAD, Sync::async, #NAME);                                \
   }
 CUDAMUX_COPY_SYNC(cuMemcpyHtoD_v2, CUdeviceptr, const void*, true, false, false)
 CUDAMUX_COPY_SYNC(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void*, true, false, true)
@@ -529,30 +577,37 @@ CUDAMUX_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, false, false, t
 #undef CUDAMUX_COPY_ASYNC
 
 static CUresult check_peer_contexts(CUcontext a, CUcontext b, const char* fn) {
-  if (!core::context_of(a) || !core::context_of(b)) return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
+  if (!core::context_of(a) || !core::context_of(b))
+    return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
   return CUDA_SUCCESS;
 }
-CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n) {
+CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
+                      size_t n) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeer")) return r;
   return core::copy_linear(dst, true, src, true, n, nullptr, false, Sync::blocking, "cuMemcpyPeer");
 }
-CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n) {
+CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
+                           size_t n) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeer")) return r;
   return core::copy_linear(dst, true, src, true, n, nullptr, true, Sync::blocking, "cuMemcpyPeer");
 }
-CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n,
-                           CUstream s) {
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
+                           size_t n, CUstream s) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeerAsync")) return r;
   return core::copy_linear(dst, true, src, true, n, s, false, Sync::async, "cuMemcpyPeerAsync");
 }
-CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
-                                size_t n, CUstream s) {
+CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src,
+                                CUcontext srcCtx, size_t n, CUstream s) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeerAsync")) return r;
   return core::copy_linear(dst, true, src, true, n, s, true, Sync::async, "cuMemcpyPeerAsync");
 }
 
-CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) { return core::copy_2d(p, nullptr, false, Sync::blocking, "cuMemcpy2D"); }
-CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* p) { return core::copy_2d(p, nullptr, true, Sync::blocking, "cuMemcpy2D"); }
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) {
+  return core::copy_2d(p, nullptr, false, Sync::blocking, "cuMemcpy2D");
+}
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* p) {
+  return core::copy_2d(p, nullptr, true, Sync::blocking, "cuMemcpy2D");
+}
 CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* p) {
   return core::copy_2d(p, nullptr, false, Sync::blocking, "cuMemcpy2DUnaligned");
 }
@@ -565,7 +620,9 @@ CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream s) {
 CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* p, CUstream s) {
   return core::copy_2d(p, s, true, Sync::async, "cuMemcpy2DAsync");
 }
-CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) { return core::copy_3d_desc(p, nullptr, false, Sync::blocking, "cuMemcpy3D"); }
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) {
+  return core::copy_3d_desc(p, nullptr, false, Sync::blocking, "cuMemcpy3D");
+}
 CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* p) {
   return core::copy_3d_desc(p, nullptr, true, Sync::blocking, "cuMemcpy3D");
 }
@@ -590,21 +647,21 @@ CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* p, CUstream s) {
 
 // --- memsets ---
 
-#define CUDAMUX_MEMSET(NAME, VT, ELEM, PER_THREAD)                                                   \
-  CUresult NAME(CUdeviceptr d, VT v, size_t n) {                                                     \
-    return core::memset_2d(d, 0, v, ELEM, n, 1, nullptr, PER_THREAD, Sync::blocking, #NAME);         \
+#define CUDAMUX_MEMSET(NAME, VT, ELEM, PER_THREAD)                                           \
+  CUresult NAME(CUdeviceptr d, VT v, size_t n) {                                             \
+    return core::memset_2d(d, 0, v, ELEM, n, 1, nullptr, PER_THREAD, Sync::blocking, #NAME); \
   }
-#define CUDAMUX_MEMSET_ASYNC(NAME, VT, ELEM, PER_THREAD)                                             \
-  CUresult NAME(CUdeviceptr d, VT v, size_t n, CUstream s) {                                         \
-    return core::memset_2d(d, 0, v, ELEM, n, 1, s, PER_THREAD, Sync::async, #NAME);                  \
+#define CUDAMUX_MEMSET_ASYNC(NAME, VT, ELEM, PER_THREAD)                            \
+  CUresult NAME(CUdeviceptr d, VT v, size_t n, CUstream s) {                        \
+    return core::memset_2d(d, 0, v, ELEM, n, 1, s, PER_THREAD, Sync::async, #NAME); \
   }
-#define CUDAMUX_MEMSET2D(NAME, VT, ELEM, PER_THREAD)                                                 \
-  CUresult NAME(CUdeviceptr d, size_t pitch, VT v, size_t w, size_t h) {                             \
-    return core::memset_2d(d, pitch, v, ELEM, w, h, nullptr, PER_THREAD, Sync::blocking, #NAME);     \
+#define CUDAMUX_MEMSET2D(NAME, VT, ELEM, PER_THREAD)                                             \
+  CUresult NAME(CUdeviceptr d, size_t pitch, VT v, size_t w, size_t h) {                         \
+    return core::memset_2d(d, pitch, v, ELEM, w, h, nullptr, PER_THREAD, Sync::blocking, #NAME); \
   }
-#define CUDAMUX_MEMSET2D_ASYNC(NAME, VT, ELEM, PER_THREAD)                                           \
-  CUresult NAME(CUdeviceptr d, size_t pitch, VT v, size_t w, size_t h, CUstream s) {                 \
-    return core::memset_2d(d, pitch, v, ELEM, w, h, s, PER_THREAD, Sync::async, #NAME);              \
+#define CUDAMUX_MEMSET2D_ASYNC(NAME, VT, ELEM, PER_THREAD)                              \
+  CUresult NAME(CUdeviceptr d, size_t pitch, VT v, size_t w, size_t h, CUstream s) {    \
+    return core::memset_2d(d, pitch, v, ELEM, w, h, s, PER_THREAD, Sync::async, #NAME); \
   }
 CUDAMUX_MEMSET(cuMemsetD8_v2, unsigned char, 1, false)
 CUDAMUX_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1, true)
@@ -640,8 +697,8 @@ CUDAMUX_MEMSET2D_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int, 4, true)
 namespace {
 // Writes one attribute of `a` (null: memory unknown to CUDA). Returns
 // CUDA_ERROR_INVALID_VALUE where cuPointerGetAttribute must fail for unknown memory.
-CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr, const Allocation* a,
-                           bool strict) {
+CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
+                           const Allocation* a, bool strict) {
   const bool device_side = a && (a->kind == AllocKind::device || a->kind == AllocKind::managed);
   auto put_bool = [&](bool v) { *static_cast<bool*>(data) = v; };
   switch (attr) {
@@ -652,7 +709,8 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
       *static_cast<unsigned int*>(data) =
-          !a ? 0u : static_cast<unsigned int>(device_side ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
+          !a ? 0u
+             : static_cast<unsigned int>(device_side ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
@@ -709,7 +767,7 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUmemoryPool*>(data) = nullptr;  // none of ours come from a pool yet
+      *static_cast<CUmemoryPool*>(data) = a ? core::pool_of_pointer(a->base) : nullptr;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       // CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS: 0x1 read-only, 0x3 read-write, 0 no access.
@@ -755,19 +813,24 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   const Allocation* a = core.find_allocation(ptr);
   const CUresult r = pointer_attribute(data, attribute, ptr, a, true);
   if (r == CUDA_ERROR_NOT_SUPPORTED)
-    core.log().warn("cuPointerGetAttribute: attribute {} is not supported", static_cast<int>(attribute));
-  return r == CUDA_SUCCESS ? r : reject(r, "cuPointerGetAttribute", a ? "attribute not available" : "unknown pointer");
+    core.log().warn("cuPointerGetAttribute: attribute {} is not supported",
+                    static_cast<int>(attribute));
+  return r == CUDA_SUCCESS ? r
+                           : reject(r, "cuPointerGetAttribute",
+                                    a ? "attribute not available" : "unknown pointer");
 }
 
-CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data,
-                                CUdeviceptr ptr) {
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
+                                void** data, CUdeviceptr ptr) {
   if (numAttributes == 0 || !attributes || !data)
-    return reject(CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttributes", "null or empty attribute list");
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttributes",
+                  "null or empty attribute list");
   Core& core = Core::get();
   std::shared_lock lock(core.alloc_mutex);
   const Allocation* a = core.find_allocation(ptr);
   for (unsigned i = 0; i < numAttributes; ++i) {
-    if (!data[i]) return reject(CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttributes", "null out-pointer");
+    if (!data[i])
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttributes", "null out-pointer");
     // Unlike the singular form, unknown memory yields default values, not an error.
     if (CUresult r = pointer_attribute(data[i], attributes[i], ptr, a, false)) return r;
   }

@@ -3,13 +3,13 @@
 // A module is a backend module image loaded into one context; its functions are handed
 // out once per name. A library (CUlibrary) is context-independent: it loads one module
 // per context on first use, and its kernels (CUkernel) resolve to that module's functions.
+#include <elf.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <elf.h>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -36,7 +36,8 @@ std::optional<std::size_t> image_extent(const void* image) noexcept {
   if (std::memcmp(b, ELFMAG, SELFMAG) == 0 && b[EI_CLASS] == ELFCLASS64) {
     Elf64_Ehdr eh;
     std::memcpy(&eh, b, sizeof eh);
-    std::size_t end = std::max<std::size_t>(sizeof eh, eh.e_shoff + std::size_t{eh.e_shnum} * eh.e_shentsize);
+    std::size_t end =
+        std::max<std::size_t>(sizeof eh, eh.e_shoff + std::size_t{eh.e_shnum} * eh.e_shentsize);
     end = std::max<std::size_t>(end, eh.e_phoff + std::size_t{eh.e_phnum} * eh.e_phentsize);
     for (unsigned i = 0; i < eh.e_phnum; ++i) {
       Elf64_Phdr ph;
@@ -70,14 +71,15 @@ void destroy_module_locked(Module* m) noexcept {
   delete m;
 }
 
-CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Module*& out, const char* fn) {
+CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Module*& out,
+                            const char* fn) {
   Core& core = Core::get();
   backend::DeviceProperties props;
   (void)core.backend().devices().properties(ctx.device, props);
   ResolvedImage resolved;
-  if (const CUresult r = resolve_image(image, core.backend(),
-                                       static_cast<unsigned>(props.cc_major * 10 + props.cc_minor),
-                                       resolved, fn))
+  if (const CUresult r =
+          resolve_image(image, core.backend(),
+                        static_cast<unsigned>(props.cc_major * 10 + props.cc_minor), resolved, fn))
     return r;
   auto m = std::make_unique<Module>();
   m->ctx = &ctx;
@@ -85,8 +87,8 @@ CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Modul
   const auto st = ctx.impl->load_module(resolved.image, m->impl);
   if (!st.ok()) {
     const CUresult r = core.map(st, fn);
-    core.log().warn("{}: the '{}' backend did not load the module image ({})", fn, core.backend().name(),
-                    core.backend().errors().native_name(st.native));
+    core.log().warn("{}: the '{}' backend did not load the module image ({})", fn,
+                    core.backend().name(), core.backend().errors().native_name(st.native));
     return r;
   }
   if (!m->impl) return reject(CUDA_ERROR_INVALID_IMAGE, fn, "backend returned no module");
@@ -190,7 +192,8 @@ struct JitOptions {
 
 CUresult check_jit_options(const JitOptions& o, const char* fn) {
   if (o.count == 0) return CUDA_SUCCESS;
-  if (!o.options || !o.values) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null JIT option arrays");
+  if (!o.options || !o.values)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "null JIT option arrays");
   for (unsigned i = 0; i < o.count; ++i) {
     if (static_cast<unsigned>(o.options[i]) >= CU_JIT_NUM_OPTIONS)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown JIT option");
@@ -201,28 +204,35 @@ CUresult check_jit_options(const JitOptions& o, const char* fn) {
 void fill_jit_outputs(const JitOptions& o, CUresult result, float ms) {
   auto size_of = [&](CUjit_option which) -> std::size_t {
     for (unsigned i = 0; i < o.count; ++i)
-      if (o.options[i] == which) return static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(o.values[i]));
+      if (o.options[i] == which)
+        return static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(o.values[i]));
     return 0;
   };
   auto set_size = [&](CUjit_option which, std::size_t n) {
     for (unsigned i = 0; i < o.count; ++i)
-      if (o.options[i] == which) o.values[i] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(n));
+      if (o.options[i] == which)
+        o.values[i] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(n));
   };
   const std::string backend(Core::get().backend().name());
-  const std::string info = result == CUDA_SUCCESS ? "cudamux: module loaded by the '" + backend + "' backend" : "";
+  const std::string info =
+      result == CUDA_SUCCESS ? "cudamux: module loaded by the '" + backend + "' backend" : "";
   std::string error;
   if (result != CUDA_SUCCESS) {
     const char* name = nullptr;
     impl::cuGetErrorName(result, &name);
-    error = "cudamux: the '" + backend + "' backend did not load the image (" + (name ? name : "?") + ")";
+    error = "cudamux: the '" + backend + "' backend did not load the image (" +
+            (name ? name : "?") + ")";
   }
   for (unsigned i = 0; i < o.count; ++i) {
     switch (o.options[i]) {
-      case CU_JIT_WALL_TIME: std::memcpy(&o.values[i], &ms, sizeof ms); break;
+      case CU_JIT_WALL_TIME:
+        std::memcpy(&o.values[i], &ms, sizeof ms);
+        break;
       case CU_JIT_INFO_LOG_BUFFER:
       case CU_JIT_ERROR_LOG_BUFFER: {
         const bool is_info = o.options[i] == CU_JIT_INFO_LOG_BUFFER;
-        const auto size_opt = is_info ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+        const auto size_opt =
+            is_info ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
         const std::size_t cap = size_of(size_opt);
         const std::string& text = is_info ? info : error;
         if (auto* buf = static_cast<char*>(o.values[i]); buf && cap > 0) {
@@ -233,7 +243,8 @@ void fill_jit_outputs(const JitOptions& o, CUresult result, float ms) {
         }
         break;
       }
-      default: break;  // inputs (optimisation level, target, ...) mean nothing to a loader here
+      default:
+        break;  // inputs (optimisation level, target, ...) mean nothing to a loader here
     }
   }
 }
@@ -251,7 +262,8 @@ CUresult load_data(CUmodule* module, const void* image, const JitOptions& jit, c
     std::lock_guard lock(g_registry);
     r = load_module_locked(*ctx, image, nullptr, m, fn);
   }
-  const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const float ms =
+      std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
   fill_jit_outputs(jit, r, ms);
   if (r == CUDA_SUCCESS) *module = m->handle;
   return r;
@@ -279,8 +291,9 @@ CUresult note_sticky(Context& ctx, CUresult r) noexcept {
       const char* name = nullptr;
       impl::cuGetErrorName(r, &name);
       try {
-        Core::get().log().error("context {}: a kernel failed with {}; the context is unusable until destroyed or reset",
-                                ctx.id, name ? name : "?");
+        Core::get().log().error(
+            "context {}: a kernel failed with {}; the context is unusable until destroyed or reset",
+            ctx.id, name ? name : "?");
       } catch (...) {
       }
     }
@@ -291,7 +304,12 @@ CUresult note_sticky(Context& ctx, CUresult r) noexcept {
 int device_attribute_or(int ordinal, CUdevice_attribute attr, int fallback) noexcept {
   int v = 0;
   try {
-    if (Core::get().backend().devices().attribute(Core::get().backend_ordinal(ordinal), attr, v).ok()) return v;
+    if (Core::get()
+            .backend()
+            .devices()
+            .attribute(Core::get().backend_ordinal(ordinal), attr, v)
+            .ok())
+      return v;
   } catch (...) {
   }
   return fallback;
@@ -312,9 +330,14 @@ CUresult function_attribute(const Function& f, CUfunction_attribute attr, int& v
         return CUDA_SUCCESS;
       }
       break;
-    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: value = f.non_portable_cluster; return CUDA_SUCCESS;
-    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: value = f.cluster_scheduling; return CUDA_SUCCESS;
-    default: break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+      value = f.non_portable_cluster;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      value = f.cluster_scheduling;
+      return CUDA_SUCCESS;
+    default:
+      break;
   }
   if (f.impl->attribute(attr, value).ok()) return CUDA_SUCCESS;
   // Defaults for what a backend does not track: a kernel with no static resources.
@@ -344,11 +367,15 @@ CUresult function_attribute(const Function& f, CUfunction_attribute attr, int& v
       value = major * 10 + minor;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-      value = std::max(0, device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024) -
-                              shared_static());
+      value = std::max(
+          0, device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024) -
+                 shared_static());
       return CUDA_SUCCESS;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: value = -1; return CUDA_SUCCESS;
-    default: return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute", "unknown attribute");
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      value = -1;
+      return CUDA_SUCCESS;
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute", "unknown attribute");
   }
 }
 
@@ -414,7 +441,8 @@ CUresult cuModuleUnload(CUmodule hmod) {
   Module* m = core.modules.find(reinterpret_cast<std::uintptr_t>(hmod));
   if (!m) return reject(CUDA_ERROR_INVALID_HANDLE, "cuModuleUnload", "invalid module");
   if (m->library)
-    return reject(CUDA_ERROR_INVALID_HANDLE, "cuModuleUnload", "a library's module is unloaded with cuLibraryUnload");
+    return reject(CUDA_ERROR_INVALID_HANDLE, "cuModuleUnload",
+                  "a library's module is unloaded with cuLibraryUnload");
   // Work already queued with its functions keeps running on the backend's own references.
   core.modules.erase(reinterpret_cast<std::uintptr_t>(hmod));
   core::destroy_module_locked(m);
@@ -430,7 +458,8 @@ CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
 }
 
 CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
-  if (!hfunc || !name) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetFunction", "null argument");
+  if (!hfunc || !name)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetFunction", "null argument");
   Module* m = nullptr;
   if (CUresult r = core::module_of(hmod, m, "cuModuleGetFunction")) return r;
   std::lock_guard lock(core::g_registry);
@@ -441,20 +470,24 @@ CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name)
 }
 
 CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
-  if (!count) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetFunctionCount", "null out-pointer");
+  if (!count)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetFunctionCount", "null out-pointer");
   Module* m = nullptr;
   if (CUresult r = core::module_of(mod, m, "cuModuleGetFunctionCount")) return r;
   *count = static_cast<unsigned>(m->impl->function_names().size());
   return CUDA_SUCCESS;
 }
 
-CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmodule mod) {
-  if (!functions) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleEnumerateFunctions", "null array");
+CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
+                                    CUmodule mod) {
+  if (!functions)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleEnumerateFunctions", "null array");
   Module* m = nullptr;
   if (CUresult r = core::module_of(mod, m, "cuModuleEnumerateFunctions")) return r;
   const auto names = m->impl->function_names();
   if (numFunctions > names.size())
-    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleEnumerateFunctions", "more functions asked than the module has");
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleEnumerateFunctions",
+                  "more functions asked than the module has");
   std::lock_guard lock(core::g_registry);
   for (unsigned i = 0; i < numFunctions; ++i) {
     Function* f = nullptr;
@@ -466,12 +499,14 @@ CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunct
 
 CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
   if (!name) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetGlobal", "null name");
-  if (!dptr && !bytes) return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetGlobal", "both out-pointers null");
+  if (!dptr && !bytes)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuModuleGetGlobal", "both out-pointers null");
   Module* m = nullptr;
   if (CUresult r = core::module_of(hmod, m, "cuModuleGetGlobal")) return r;
   void* address = nullptr;
   std::size_t size = 0;
-  if (!m->impl->global(name, address, size)) return reject(CUDA_ERROR_NOT_FOUND, "cuModuleGetGlobal", "no such global");
+  if (!m->impl->global(name, address, size))
+    return reject(CUDA_ERROR_NOT_FOUND, "cuModuleGetGlobal", "no such global");
   // A global is device memory to every other call (copies, memsets, pointer attributes).
   const auto base = reinterpret_cast<std::uintptr_t>(address);
   if (size > 0) {
@@ -507,24 +542,31 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
   return core::function_attribute(*f, attrib, *pi);
 }
 
-static CUresult set_function_attribute(Function& f, CUfunction_attribute attrib, int value, const char* fn) {
+static CUresult set_function_attribute(Function& f, CUfunction_attribute attrib, int value,
+                                       const char* fn) {
   const int dev = f.module->ctx->device;
   switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
       int shared_static = 0;
       (void)core::function_attribute(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, shared_static);
-      const int optin = core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                                  core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
+      const int optin = core::device_attribute_or(
+          dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+          core::device_attribute_or(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+                                    48 * 1024));
       if (value < 0 || value > optin - shared_static)
-        return reject(CUDA_ERROR_INVALID_VALUE, fn, "dynamic shared memory beyond the device's opt-in limit");
+        return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                      "dynamic shared memory beyond the device's opt-in limit");
       // issue 7: the backend hears of it first (NVIDIA's driver needs it for the launch itself).
-      if (const auto st = f.impl->set_attribute(attrib, value); !st.ok()) return Core::get().map(st, fn);
+      if (const auto st = f.impl->set_attribute(attrib, value); !st.ok())
+        return Core::get().map(st, fn);
       f.max_dynamic_shared = value;
       return CUDA_SUCCESS;
     }
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-      if (value < -1 || value > 100) return reject(CUDA_ERROR_INVALID_VALUE, fn, "carveout is -1 or 0..100");
-      if (const auto st = f.impl->set_attribute(attrib, value); !st.ok()) return Core::get().map(st, fn);
+      if (value < -1 || value > 100)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "carveout is -1 or 0..100");
+      if (const auto st = f.impl->set_attribute(attrib, value); !st.ok())
+        return Core::get().map(st, fn);
       f.preferred_carveout = value;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
@@ -542,7 +584,8 @@ static CUresult set_function_attribute(Function& f, CUfunction_attribute attrib,
         f.cluster_scheduling = value;
         return CUDA_SUCCESS;
       }
-      return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "required cluster dimensions are fixed at compile time here");
+      return reject(CUDA_ERROR_NOT_SUPPORTED, fn,
+                    "required cluster dimensions are fixed at compile time here");
     default:
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "attribute is read-only or unknown");
   }
@@ -567,7 +610,8 @@ CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
   Function* f = nullptr;
   if (CUresult r = core::function_of(hfunc, f, "cuFuncSetSharedMemConfig")) return r;
   if (static_cast<unsigned>(config) > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
-    return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncSetSharedMemConfig", "unknown bank configuration");
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuFuncSetSharedMemConfig",
+                  "unknown bank configuration");
   f->shared_config = config;  // as on current GPUs: accepted, no effect
   return CUDA_SUCCESS;
 }
@@ -588,16 +632,19 @@ CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
   return CUDA_SUCCESS;
 }
 
-static CUresult param_info(const Function& f, size_t index, size_t* offset, size_t* size, const char* fn) {
+static CUresult param_info(const Function& f, size_t index, size_t* offset, size_t* size,
+                           const char* fn) {
   if (!offset && !size) return reject(CUDA_ERROR_INVALID_VALUE, fn, "both out-pointers null");
   const auto& params = f.impl->params();
-  if (index >= params.size()) return reject(CUDA_ERROR_INVALID_VALUE, fn, "parameter index out of range");
+  if (index >= params.size())
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "parameter index out of range");
   if (offset) *offset = params[index].offset;
   if (size) *size = params[index].size;
   return CUDA_SUCCESS;
 }
 
-CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset, size_t* paramSize) {
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
+                            size_t* paramSize) {
   Function* f = nullptr;
   if (CUresult r = core::function_of(func, f, "cuFuncGetParamInfo")) return r;
   return param_info(*f, paramIndex, paramOffset, paramSize, "cuFuncGetParamInfo");
@@ -649,7 +696,8 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
     const auto* b = static_cast<const char*>(code);
     lib->image.assign(b, b + *n);
   } else {
-    core.log().warn("{}: image format of unknown length: it must stay valid while the library is loaded", fn);
+    core.log().warn(
+        "{}: image format of unknown length: it must stay valid while the library is loaded", fn);
   }
   lib->image_ptr = lib->image.empty() ? code : lib->image.data();
   // Loaded at once in the current context (if any), so that a bad image fails here.
@@ -664,8 +712,9 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
     core::Module* m = nullptr;
     const auto start = std::chrono::steady_clock::now();
     const CUresult r = core::library_module_locked(*raw, *ctx, m, fn);
-    core::fill_jit_outputs(jit, r,
-                           std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count());
+    core::fill_jit_outputs(
+        jit, r,
+        std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count());
     if (r != CUDA_SUCCESS) {
       delete raw;
       return r;
@@ -674,7 +723,8 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
   const auto handle = core.libraries.insert(raw);
   if (!handle) {
     for (auto [c, m] : std::map(raw->modules))
-      if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle))) core::destroy_module_locked(m);
+      if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle)))
+        core::destroy_module_locked(m);
     delete raw;
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -683,17 +733,20 @@ static CUresult library_load(CUlibrary* library, const void* code, const core::J
   return CUDA_SUCCESS;
 }
 
-CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
-                           unsigned int numJitOptions, CUlibraryOption* libraryOptions,
-                           void** libraryOptionValues, unsigned int numLibraryOptions) {
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions,
+                           void** jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                           unsigned int numLibraryOptions) {
   return library_load(library, code, {numJitOptions, jitOptions, jitOptionsValues}, libraryOptions,
                       libraryOptionValues, numLibraryOptions, nullptr, "cuLibraryLoadData");
 }
 
 CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
-                               void** jitOptionsValues, unsigned int numJitOptions, CUlibraryOption* libraryOptions,
-                               void** libraryOptionValues, unsigned int numLibraryOptions) {
-  if (!library) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryLoadFromFile", "null out-pointer");
+                               void** jitOptionsValues, unsigned int numJitOptions,
+                               CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                               unsigned int numLibraryOptions) {
+  if (!library)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryLoadFromFile", "null out-pointer");
   std::vector<char> bytes;
   if (CUresult r = core::read_file(fileName, bytes, "cuLibraryLoadFromFile")) return r;
   const void* code = bytes.data();
@@ -707,7 +760,8 @@ CUresult cuLibraryUnload(CUlibrary library) {
   Library* lib = core.libraries.erase(reinterpret_cast<std::uintptr_t>(library));
   if (!lib) return reject(CUDA_ERROR_INVALID_HANDLE, "cuLibraryUnload", "invalid library");
   for (auto [c, m] : std::map(lib->modules))
-    if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle))) core::destroy_module_locked(m);
+    if (core.modules.erase(reinterpret_cast<std::uintptr_t>(m->handle)))
+      core::destroy_module_locked(m);
   for (auto& [name, k] : lib->kernels)
     if (core.kernels.erase(reinterpret_cast<std::uintptr_t>(k->handle))) delete k;
   delete lib;
@@ -741,7 +795,8 @@ static CUresult library_names(Library& lib, const char* fn) {
 // Whether the library has a kernel `name`: asked of one module for that name alone.
 static CUresult library_has_kernel(Library& lib, const char* name, bool& has, const char* fn) {
   if (lib.names_listed) {
-    has = std::find(lib.kernel_names.begin(), lib.kernel_names.end(), name) != lib.kernel_names.end();
+    has =
+        std::find(lib.kernel_names.begin(), lib.kernel_names.end(), name) != lib.kernel_names.end();
     return CUDA_SUCCESS;
   }
   Module* m = nullptr;
@@ -755,7 +810,8 @@ static CUresult library_has_kernel(Library& lib, const char* name, bool& has, co
 }
 
 CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
-  if (!pKernel || !name) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernel", "null argument");
+  if (!pKernel || !name)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernel", "null argument");
   Library* lib = nullptr;
   if (CUresult r = core::library_of(library, lib, "cuLibraryGetKernel")) return r;
   std::lock_guard lock(core::g_registry);
@@ -783,7 +839,8 @@ CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* na
 }
 
 CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary library) {
-  if (!count) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernelCount", "null out-pointer");
+  if (!count)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernelCount", "null out-pointer");
   Library* lib = nullptr;
   if (CUresult r = core::library_of(library, lib, "cuLibraryGetKernelCount")) return r;
   std::lock_guard lock(core::g_registry);
@@ -803,7 +860,8 @@ CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, C
     names = lib->kernel_names;
   }
   if (numKernels > names.size())
-    return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryEnumerateKernels", "more kernels asked than the library has");
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryEnumerateKernels",
+                  "more kernels asked than the library has");
   for (unsigned i = 0; i < numKernels; ++i)
     if (CUresult r = impl::cuLibraryGetKernel(&kernels[i], library, names[i].c_str())) return r;
   return CUDA_SUCCESS;
@@ -847,11 +905,13 @@ CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
 
 // The kernel's function in the current context, which must be on `dev`.
 static CUresult kernel_function_on(Kernel& k, CUdevice dev, Function*& f, const char* fn) {
-  if (!Core::get().valid_device(dev)) return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  if (!Core::get().valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
   Context* ctx = nullptr;
   if (CUresult r = core::current_context(ctx)) return r;
   if (ctx->device != dev)
-    return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "querying another device than the current context's");
+    return reject(CUDA_ERROR_NOT_SUPPORTED, fn,
+                  "querying another device than the current context's");
   return core::kernel_function(k, ctx, f, fn);
 }
 
@@ -880,7 +940,8 @@ CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel ker
     if (auto it = m->functions.find(k->name); it != m->functions.end()) {
       const bool forwarded = attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
                              attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
-      if (forwarded && it->second != f) (void)it->second->impl->set_attribute(attrib, val);  // issue 7
+      if (forwarded && it->second != f)
+        (void)it->second->impl->set_attribute(attrib, val);  // issue 7
       it->second->max_dynamic_shared = k->max_dynamic_shared.load();
       it->second->preferred_carveout = k->preferred_carveout.load();
     }
@@ -904,7 +965,8 @@ CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset, size_t* paramSize) {
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset,
+                              size_t* paramSize) {
   Kernel* k = nullptr;
   if (CUresult r = core::kernel_of(kernel, k, "cuKernelGetParamInfo")) return r;
   Function* f = nullptr;

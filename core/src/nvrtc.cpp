@@ -391,8 +391,8 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* c
   // issue 8: slow operations are logged at info with their duration (a first compile that
   // misses the backend's cache is the usual one).
   if (ms > 1000.0)
-    log::get()->info("{}: program '{}' took {:.1f} s to compile on backend '{}'", fn, p.name, ms / 1000.0,
-                     backend.name());
+    log::get()->info("{}: program '{}' took {:.1f} s to compile on backend '{}'", fn, p.name,
+                     ms / 1000.0, backend.name());
   if (!status.ok()) {
     const std::string_view native = backend.errors().native_name(status.native);
     // The failure of the compiler itself, through the enum policy (rule 1): a counterpart
@@ -405,11 +405,12 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* c
       if (*cu == CUDA_ERROR_NOT_SUPPORTED) r = NVRTC_ERROR_INVALID_OPTION;
       if (*cu == CUDA_ERROR_INVALID_VALUE) r = NVRTC_ERROR_INVALID_INPUT;
     } else {
-      r = static_cast<nvrtcResult>(policy::unmapped("nvrtcResult", backend.name(), status.native, native,
-                                                    NVRTC_ERROR_INTERNAL_ERROR));
+      r = static_cast<nvrtcResult>(policy::unmapped("nvrtcResult", backend.name(), status.native,
+                                                    native, NVRTC_ERROR_INTERNAL_ERROR));
     }
-    log::get()->error("{}: program '{}': the compiler of backend '{}' failed with {} ({}): returning {}", fn,
-                      p.name, backend.name(), native, status.native, nvrtc_core::name_of(r));
+    log::get()->error(
+        "{}: program '{}': the compiler of backend '{}' failed with {} ({}): returning {}", fn,
+        p.name, backend.name(), native, status.native, nvrtc_core::name_of(r));
     p.log += "nvrtc: error: the compiler of backend '" + std::string(backend.name()) +
              "' failed (" + std::string(native) + ")\n" + result.log;
     return r;

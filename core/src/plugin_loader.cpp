@@ -280,11 +280,13 @@ AutoChoice choose_auto(const AmdGpuProbe& amd, bool hip_plugin, const NvidiaGpuP
 }  // namespace detail
 
 namespace {
-LoadedBackend load_backend_impl(const config::Settings& settings, std::shared_ptr<spdlog::logger> logger,
+LoadedBackend load_backend_impl(const config::Settings& settings,
+                                std::shared_ptr<spdlog::logger> logger,
                                 std::unique_ptr<toml::table> document);
 }  // namespace
 
-LoadedBackend load_backend(const config::Settings& settings, std::shared_ptr<spdlog::logger> logger) {
+LoadedBackend load_backend(const config::Settings& settings,
+                           std::shared_ptr<spdlog::logger> logger) {
   return load_backend_impl(settings, std::move(logger), nullptr);
 }
 
@@ -294,7 +296,8 @@ LoadedBackend load_backend(config::Settings&& settings, std::shared_ptr<spdlog::
 }
 
 namespace {
-LoadedBackend load_backend_impl(const config::Settings& settings, std::shared_ptr<spdlog::logger> logger,
+LoadedBackend load_backend_impl(const config::Settings& settings,
+                                std::shared_ptr<spdlog::logger> logger,
                                 std::unique_ptr<toml::table> document) {
   if (!logger) logger = log::get();
   const std::vector<SearchDir> dirs = search_dirs(settings);

@@ -6,8 +6,9 @@
 #include <mutex>
 
 #include "core.hpp"
-#include "graph.hpp"
 #include "cudamux/driver_impl.hpp"
+#include "graph.hpp"
+#include "mempool.hpp"
 
 namespace cudamux::impl {
 using core::Context;
@@ -67,8 +68,10 @@ CUresult stream_synchronize(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
   if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuStreamSynchronize");
-  return core::note_sticky(
+  const CUresult r = core::note_sticky(
       *s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(s->ctx->device);  // release threshold
+  return r;
 }
 
 CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_thread) {
@@ -82,8 +85,10 @@ CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned flags, bool per_
   if (core::capture_applies(*s) || e->in_capture.load(std::memory_order_acquire))
     return core::capture_event_wait(*s, *e, flags, "cuStreamWaitEvent");
   if (!e->recorded.load(std::memory_order_acquire)) return CUDA_SUCCESS;  // nothing to wait for
-  return Core::get().map(core::submit(*s, [&](backend::Queue& q) { return q.wait(*e->impl); }),
-                         "cuStreamWaitEvent");
+  const CUresult r = Core::get().map(
+      core::submit(*s, [&](backend::Queue& q) { return q.wait(*e->impl); }), "cuStreamWaitEvent");
+  if (r == CUDA_SUCCESS) core::pool_note_stream_wait(*s, *e);  // pools follow the dependency
+  return r;
 }
 
 struct StreamCallback {
@@ -144,6 +149,7 @@ CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool per_threa
   if (st.ok()) {
     e->recorded.store(true, std::memory_order_release);
     if (e->in_capture.load(std::memory_order_acquire)) core::forget_event_capture(*e);
+    core::pool_note_event_record(*e, *s);  // which pool frees the record follows
   }
   return Core::get().map(st, "cuEventRecord");
 }
@@ -488,11 +494,15 @@ CUresult cuEventQuery(CUevent hEvent) {
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {
-  if (CUresult r = core::unsafe_call("cuEventSynchronize")) return r;  // issue 16: not while capturing
+  if (CUresult r = core::unsafe_call("cuEventSynchronize"))
+    return r;  // issue 16: not while capturing
   Event* e = core::event_of(hEvent);
   if (!e) return reject(CUDA_ERROR_INVALID_HANDLE, "cuEventSynchronize", "invalid event");
   if (CUresult r = core::sticky_error(*e->ctx)) return r;  // issue #3: sticky kernel errors
-  return core::note_sticky(*e->ctx, Core::get().map(e->impl->synchronize(), "cuEventSynchronize"));
+  const CUresult r =
+      core::note_sticky(*e->ctx, Core::get().map(e->impl->synchronize(), "cuEventSynchronize"));
+  if (r == CUDA_SUCCESS) core::pool_after_synchronize(e->ctx->device);  // release threshold
+  return r;
 }
 
 CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
@@ -540,4 +550,3 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
 CUresult cuEventDestroy(CUevent hEvent) { return impl::cuEventDestroy_v2(hEvent); }
 
 }  // namespace cudamux::impl
-

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -29,6 +30,12 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared, 
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* func);
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                size_t shared, cudaStream_t stream);
+// Per-thread-default-stream forms (declared by cuda_runtime_api.h only under
+// CUDA_API_PER_THREAD_DEFAULT_STREAM; exported by libcudart.so.13).
+cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t stream);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t pool,
+                                         cudaStream_t stream);
+cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t stream);
 }
 
 namespace {
@@ -424,6 +431,107 @@ TEST_F(Runtime, HostRegistrationAndStreamOrderedPool) {
   ASSERT_RT(cudaStreamSynchronize(s));
   for (unsigned char c : out) ASSERT_EQ(c, 1);
   ASSERT_RT(cudaStreamDestroy(s));
+}
+
+// The runtime's pools are the driver's (core/src/mempool.cpp) under the runtime's names.
+TEST_F(Runtime, MemoryPoolsOnTheDriverPools) {
+  cudaMemPool_t dflt = nullptr, current = nullptr, pool = nullptr;
+  ASSERT_RT(cudaDeviceGetDefaultMemPool(&dflt, 0));
+  ASSERT_RT(cudaDeviceGetMemPool(&current, 0));
+  EXPECT_EQ(current, dflt);
+  cudaMemLocation loc{cudaMemLocationTypeDevice, 0};
+  ASSERT_RT(cudaMemGetDefaultMemPool(&current, &loc, cudaMemAllocationTypePinned));
+  EXPECT_EQ(current, dflt);
+
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location = loc;
+  ASSERT_RT(cudaMemPoolCreate(&pool, &props));
+  unsigned long long keep_all = ~0ull;
+  ASSERT_RT(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+  cudaMemAccessDesc desc{loc, cudaMemAccessFlagsProtReadWrite};
+  ASSERT_RT(cudaMemPoolSetAccess(pool, &desc, 1));
+  cudaMemAccessFlags flags = cudaMemAccessFlagsProtNone;
+  ASSERT_RT(cudaMemPoolGetAccess(&flags, pool, &loc));
+  EXPECT_EQ(flags, cudaMemAccessFlagsProtReadWrite);
+
+  cudaStream_t s = nullptr;
+  ASSERT_RT(cudaStreamCreate(&s));
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_RT(cudaMallocFromPoolAsync(&a, 4096, pool, s));
+  ASSERT_RT(cudaMallocFromPoolAsync_ptsz(&b, 4096, pool, cudaStreamPerThread));
+  unsigned long long used = 0;
+  ASSERT_RT(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  EXPECT_EQ(used, 8192u);
+  ASSERT_RT(cudaMemsetAsync(a, 9, 4096, s));
+  unsigned char byte = 0;
+  ASSERT_RT(cudaMemcpyAsync(&byte, static_cast<char*>(a) + 4095, 1, cudaMemcpyDeviceToHost, s));
+  ASSERT_RT(cudaFreeAsync(a, s));
+  ASSERT_RT(cudaFreeAsync_ptsz(b, cudaStreamPerThread));
+  ASSERT_RT(cudaStreamSynchronize(s));
+  ASSERT_RT(cudaStreamSynchronize(cudaStreamPerThread));
+  EXPECT_EQ(byte, 9);
+  unsigned long long reserved = 0;
+  ASSERT_RT(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  EXPECT_EQ(reserved, 8192u);
+  ASSERT_RT(cudaMemPoolTrimTo(pool, 0));
+  ASSERT_RT(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  EXPECT_EQ(reserved, 0u);
+
+  // The current pool serves cudaMallocAsync.
+  ASSERT_RT(cudaDeviceSetMemPool(0, pool));
+  ASSERT_RT(cudaMemGetMemPool(&current, &loc, cudaMemAllocationTypePinned));
+  EXPECT_EQ(current, pool);
+  ASSERT_RT(cudaMallocAsync_ptsz(&a, 512, cudaStreamPerThread));
+  ASSERT_RT(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  EXPECT_EQ(used, 512u);
+  ASSERT_RT(cudaFreeAsync(a, cudaStreamPerThread));
+  ASSERT_RT(cudaMemSetMemPool(&loc, cudaMemAllocationTypePinned, dflt));
+  ASSERT_RT(cudaStreamSynchronize(cudaStreamPerThread));
+  ASSERT_RT(cudaMemPoolDestroy(pool));
+  ASSERT_RT(cudaStreamDestroy(s));
+}
+
+TEST_F(Runtime, MemoryPoolSharingAndRefusals) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+  props.location = {cudaMemLocationTypeDevice, 0};
+  cudaMemPool_t pool = nullptr, imported = nullptr;
+  ASSERT_RT(cudaMemPoolCreate(&pool, &props));
+  void* a = nullptr;
+  ASSERT_RT(cudaMallocFromPoolAsync(&a, 256, pool, nullptr));
+  int fd = -1;
+  ASSERT_RT(cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0));
+  ASSERT_RT(cudaMemPoolImportFromShareableHandle(&imported,
+                                                 reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                                 cudaMemHandleTypePosixFileDescriptor, 0));
+  cudaMemPoolPtrExportData data{};
+  ASSERT_RT(cudaMemPoolExportPointer(&data, a));
+  void* b = nullptr;
+  ASSERT_RT(cudaMemPoolImportPointer(&b, imported, &data));
+  EXPECT_EQ(a, b) << "one address space";
+  ASSERT_RT(cudaFreeAsync(b, nullptr));
+  ASSERT_RT(cudaFreeAsync(a, nullptr));
+  ASSERT_RT(cudaDeviceSynchronize());
+  close(fd);
+  ASSERT_RT(cudaMemPoolDestroy(imported));
+
+  void* p = nullptr;
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, 0, pool, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, 16, nullptr, nullptr), cudaErrorInvalidValue);
+  unsigned long long five = 5;
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &five),
+            cudaErrorInvalidValue);
+  props.location.id = 9999;
+  EXPECT_EQ(cudaMemPoolCreate(&imported, &props), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetDefaultMemPool(&imported, 9999), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+  ASSERT_RT(cudaMemPoolDestroy(pool));
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
 }
 
 TEST_F(Runtime, StreamsEventsAndCallbacks) {

@@ -615,39 +615,142 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
   return cudaSuccess;
 }
 
+// --- stream-ordered allocation: the driver's pools (core/src/mempool.cpp) ---
+// The runtime's enums and structs of pools equal the driver's (values and layouts).
+
 namespace {
-cudaError_t malloc_async(void** p, size_t size, cudaStream_t stream, bool pt) {
-  if (!p) return reject(cudaErrorInvalidValue, "cudaMallocAsync", "null out-pointer");
+cudaError_t malloc_async(void** p, size_t size, cudaMemPool_t pool, cudaStream_t stream, bool pt,
+                         const char* fn) {
+  if (!p) return reject(cudaErrorInvalidValue, fn, "null out-pointer");
   if (cudaError_t e = enter()) return e;
-  // Validates the stream. The default pool allocates at once: the memory exists before
-  // any later work on the stream, which is all the stream order asks for.
-  const CUresult q = pt ? drv::cuStreamQuery_ptsz(stream) : drv::cuStreamQuery(stream);
-  if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY) return map(q);
-  if (size == 0) return reject(cudaErrorInvalidValue, "cudaMallocAsync", "size is 0");
   CUdeviceptr d = 0;
-  if (const CUresult r = drv::cuMemAlloc_v2(&d, size)) return map(r);
+  CUresult r = CUDA_SUCCESS;
+  if (pool) {
+    r = pt ? drv::cuMemAllocFromPoolAsync_ptsz(&d, size, pool, stream)
+           : drv::cuMemAllocFromPoolAsync(&d, size, pool, stream);
+  } else {
+    r = pt ? drv::cuMemAllocAsync_ptsz(&d, size, stream) : drv::cuMemAllocAsync(&d, size, stream);
+  }
+  if (r) return map(r);
   *p = reinterpret_cast<void*>(d);
   return cudaSuccess;
 }
 cudaError_t free_async(void* p, cudaStream_t stream, bool pt) {
-  if (!p) return reject(cudaErrorInvalidValue, "cudaFreeAsync", "null pointer");
   if (cudaError_t e = enter()) return e;
-  // Frees once the work queued before it has finished: synchronously on the mock
-  // (the program cannot tell, except that the call may wait).
-  if (const CUresult r =
-          pt ? drv::cuStreamSynchronize_ptsz(stream) : drv::cuStreamSynchronize(stream))
-    return map(r);
-  return map(drv::cuMemFree_v2(dptr(p)));
+  return map(pt ? drv::cuMemFreeAsync_ptsz(dptr(p), stream) : drv::cuMemFreeAsync(dptr(p), stream));
 }
 }  // namespace
 
 cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t stream) {
-  return malloc_async(p, size, stream, false);
+  return malloc_async(p, size, nullptr, stream, false, "cudaMallocAsync");
 }
 cudaError_t cudaMallocAsync_ptsz(void** p, size_t size, cudaStream_t stream) {
-  return malloc_async(p, size, stream, true);
+  return malloc_async(p, size, nullptr, stream, true, "cudaMallocAsync");
+}
+cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMemPool_t pool,
+                                    cudaStream_t stream) {
+  if (!pool) return reject(cudaErrorInvalidValue, "cudaMallocFromPoolAsync", "null pool");
+  return malloc_async(p, size, pool, stream, false, "cudaMallocFromPoolAsync");
+}
+cudaError_t cudaMallocFromPoolAsync_ptsz(void** p, size_t size, cudaMemPool_t pool,
+                                         cudaStream_t stream) {
+  if (!pool) return reject(cudaErrorInvalidValue, "cudaMallocFromPoolAsync", "null pool");
+  return malloc_async(p, size, pool, stream, true, "cudaMallocFromPoolAsync");
 }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) { return free_async(p, stream, false); }
 cudaError_t cudaFreeAsync_ptsz(void* p, cudaStream_t stream) { return free_async(p, stream, true); }
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const cudaMemPoolProps* poolProps) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolCreate(memPool, reinterpret_cast<const CUmemPoolProps*>(poolProps)));
+}
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolDestroy(memPool));
+}
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolSetAttribute(memPool, static_cast<CUmemPool_attribute>(attr), value));
+}
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolGetAttribute(memPool, static_cast<CUmemPool_attribute>(attr), value));
+}
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolTrimTo(memPool, minBytesToKeep));
+}
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const cudaMemAccessDesc* descList,
+                                 size_t count) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(
+      drv::cuMemPoolSetAccess(memPool, reinterpret_cast<const CUmemAccessDesc*>(descList), count));
+}
+cudaError_t cudaMemPoolGetAccess(cudaMemAccessFlags* flags, cudaMemPool_t memPool,
+                                 cudaMemLocation* location) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolGetAccess(reinterpret_cast<CUmemAccess_flags*>(flags), memPool,
+                                     reinterpret_cast<CUmemLocation*>(location)));
+}
+cudaError_t cudaMemPoolExportToShareableHandle(void* shareableHandle, cudaMemPool_t memPool,
+                                               cudaMemAllocationHandleType handleType,
+                                               unsigned int flags) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolExportToShareableHandle(
+      shareableHandle, memPool, static_cast<CUmemAllocationHandleType>(handleType), flags));
+}
+cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t* memPool, void* shareableHandle,
+                                                 cudaMemAllocationHandleType handleType,
+                                                 unsigned int flags) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolImportFromShareableHandle(
+      memPool, shareableHandle, static_cast<CUmemAllocationHandleType>(handleType), flags));
+}
+cudaError_t cudaMemPoolExportPointer(cudaMemPoolPtrExportData* exportData, void* ptr) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemPoolExportPointer(reinterpret_cast<CUmemPoolPtrExportData*>(exportData),
+                                         dptr(ptr)));
+}
+cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t memPool,
+                                     cudaMemPoolPtrExportData* exportData) {
+  if (!ptr) return reject(cudaErrorInvalidValue, "cudaMemPoolImportPointer", "null out-pointer");
+  if (cudaError_t e = ensure_init()) return e;
+  CUdeviceptr d = 0;
+  if (const CUresult r = drv::cuMemPoolImportPointer(
+          &d, memPool, reinterpret_cast<CUmemPoolPtrExportData*>(exportData)))
+    return map(r);
+  *ptr = reinterpret_cast<void*>(d);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuDeviceGetDefaultMemPool(memPool, device));
+}
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuDeviceGetMemPool(memPool, device));
+}
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuDeviceSetMemPool(device, memPool));
+}
+cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* memPool, cudaMemLocation* location,
+                                     cudaMemAllocationType type) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemGetDefaultMemPool(memPool, reinterpret_cast<CUmemLocation*>(location),
+                                         static_cast<CUmemAllocationType>(type)));
+}
+cudaError_t cudaMemGetMemPool(cudaMemPool_t* memPool, cudaMemLocation* location,
+                              cudaMemAllocationType type) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemGetMemPool(memPool, reinterpret_cast<CUmemLocation*>(location),
+                                  static_cast<CUmemAllocationType>(type)));
+}
+cudaError_t cudaMemSetMemPool(cudaMemLocation* location, cudaMemAllocationType type,
+                              cudaMemPool_t memPool) {
+  if (cudaError_t e = ensure_init()) return e;
+  return map(drv::cuMemSetMemPool(reinterpret_cast<CUmemLocation*>(location),
+                                  static_cast<CUmemAllocationType>(type), memPool));
+}
 
 }  // namespace cudamux::rt::impl

@@ -1,0 +1,965 @@
+// Stream-ordered memory pools (CUDA 13.0): cuMemPool*, cuMemAllocAsync, cuMemFreeAsync,
+// cuMemAllocFromPoolAsync, the device's default and current pools, and in-process sharing of
+// pools and their pointers. Memory comes from the backend through the path cuMemAlloc uses and
+// is registered in Core::allocations while handed out; the pool caches freed blocks and hands
+// them out again under CUDA's reuse rules (docs/memory-pools.md).
+#include "mempool.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "core.hpp"
+#include "cudamux/driver_impl.hpp"
+#include "graph.hpp"
+
+namespace cudamux::core {
+
+// A stretch of backend memory owned by a pool: handed out (live) or cached (freed).
+struct Block {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;    // what the pool accounts (the request rounded up)
+  Context* ctx = nullptr;  // whose backend allocated it, and frees it
+  // Cached blocks: where the free happened. stream_id 0: nothing to order against (a
+  // synchronous free, or a free whose event is known to have completed).
+  unsigned long long stream_id = 0;
+  std::uint64_t seq = 0;         // the free's number on that stream (follow-dependency rule)
+  std::unique_ptr<Event> event;  // recorded on the freeing stream at the free
+};
+
+struct MemPool {
+  CUmemoryPool handle = nullptr;
+  unsigned long long uid = 0;  // names the pool in exported handles and pointers
+  int device = 0;
+  CUmemPoolProps props{};
+  bool is_default = false;
+  bool destroyed = false;  // cuMemPoolDestroy ran; kept until its memory is back
+  // Imported (cuMemPoolImportFromShareableHandle): a view of another pool, never allocates.
+  bool imported = false;
+  pid_t origin_pid = 0;
+  unsigned long long origin_uid = 0;
+
+  bool follow_event_dependencies = true;
+  bool allow_opportunistic = true;
+  bool allow_internal_dependencies = true;
+  std::uint64_t release_threshold = 0;
+  std::size_t reserved = 0, reserved_high = 0, used = 0, used_high = 0;
+  std::map<int, CUmemAccess_flags> peer_access;  // devices other than the pool's
+
+  std::vector<Block> cached;
+  std::map<std::uintptr_t, Block> live;
+  std::map<std::uintptr_t, int> imports;  // imported pools: pointers imported, and how often
+};
+
+namespace {
+
+constexpr std::size_t kPoolAlignment = 512;                   // every block starts and ends on it
+constexpr std::uint64_t kShareMagic = 0x6c6f6f7078756d63ull;  // "cmuxpool"
+
+// cuMemFreeAsync of cuMemAlloc memory: released once its event has completed.
+struct Deferred {
+  std::uintptr_t base = 0;
+  Context* ctx = nullptr;
+  std::unique_ptr<Event> event;
+};
+
+// What a cuEventRecord carried: for each stream, the last free on it the record follows.
+using Deps = std::map<unsigned long long, std::uint64_t>;
+
+struct State {
+  // Guards everything here and every pool's contents. Lock order: Core::alloc_mutex before
+  // this one (pointer queries hold it), so allocations are (un)registered outside this lock.
+  std::mutex mutex;
+  std::vector<std::unique_ptr<MemPool>> pools;         // live and destroyed-but-busy ones
+  std::vector<MemPool*> default_pools, current_pools;  // per device, created lazily
+  std::map<std::uintptr_t, MemPool*> owner;            // live block base -> pool
+  std::vector<Deferred> deferred;
+  std::atomic<bool> has_cached{false};  // fast path of the synchronize hook
+  std::atomic<bool> tracking{false};    // a free happened: event records carry dependencies
+  std::uint64_t next_seq = 1;
+  unsigned long long next_uid = 1;
+  std::map<unsigned long long, std::uint64_t> last_free;  // stream id -> seq of its last free
+  std::map<unsigned long long, Deps> known;  // stream id -> frees it follows through waits
+  std::map<const Event*, Deps> recorded;     // event -> what its last record follows
+};
+
+State& state() {
+  static State& s = *new State;  // outlives static destructors: exit handlers may still call in
+  return s;
+}
+
+void bump_high(MemPool& p) noexcept {
+  p.reserved_high = std::max(p.reserved_high, p.reserved);
+  p.used_high = std::max(p.used_high, p.used);
+}
+
+// A free event: destroyed now when complete, else handed to its context's retired list,
+// which frees it once complete (as cuEventDestroy does).
+void retire(std::unique_ptr<Event> e) {
+  if (!e || e->impl->query().ok()) return;
+  Context& ctx = *e->ctx;
+  std::lock_guard lock(ctx.order_mutex);
+  ctx.retired_events.push_back(std::move(e));
+}
+
+// Whether a cached block's free has run on the device.
+bool free_completed(Block& b) {
+  if (b.stream_id == 0) return true;
+  if (!b.event || !b.event->impl->query().ok()) return false;
+  b.stream_id = 0;  // stays true: no need to ask again
+  b.event.reset();
+  return true;
+}
+
+// Gives cached memory whose free has completed back to the backend until `p` holds at most
+// `keep` bytes. State mutex held.
+void release_cached(MemPool& p, std::size_t keep) {
+  for (auto it = p.cached.begin(); it != p.cached.end() && p.reserved > keep;) {
+    if (!free_completed(*it)) {
+      ++it;
+      continue;
+    }
+    (void)it->ctx->impl->free(reinterpret_cast<void*>(it->base));
+    p.reserved -= it->size;
+    it = p.cached.erase(it);
+  }
+}
+
+// Destroyed pools whose memory is all back are deleted; deferred frees that completed run.
+// State mutex held.
+void sweep(State& st) {
+  for (auto it = st.deferred.begin(); it != st.deferred.end();) {
+    if (it->event && !it->event->impl->query().ok()) {
+      ++it;
+      continue;
+    }
+    (void)it->ctx->impl->free(reinterpret_cast<void*>(it->base));
+    it = st.deferred.erase(it);
+  }
+  for (auto it = st.pools.begin(); it != st.pools.end();) {
+    MemPool& p = **it;
+    if (p.destroyed) release_cached(p, 0);
+    if (p.destroyed && p.cached.empty() && p.live.empty()) {
+      it = st.pools.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// The pool a handle names, under the state mutex; null for anything else.
+MemPool* pool_of(CUmemoryPool h) noexcept {
+  return Core::get().mempools.find(reinterpret_cast<std::uintptr_t>(h));
+}
+
+CUresult register_pool(State& st, std::unique_ptr<MemPool> p, MemPool*& out) {
+  const auto h = Core::get().mempools.insert(p.get());
+  if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+  p->handle = reinterpret_cast<CUmemoryPool>(h);
+  p->uid = st.next_uid++;
+  out = p.get();
+  st.pools.push_back(std::move(p));
+  return CUDA_SUCCESS;
+}
+
+// The default pool of `device`, created on first use. State mutex held.
+CUresult default_pool(State& st, int device, MemPool*& out) {
+  Core& core = Core::get();
+  if (st.default_pools.empty()) {
+    st.default_pools.assign(static_cast<std::size_t>(core.device_count()), nullptr);
+    st.current_pools.assign(static_cast<std::size_t>(core.device_count()), nullptr);
+  }
+  MemPool*& slot = st.default_pools[static_cast<std::size_t>(device)];
+  if (!slot) {
+    auto p = std::make_unique<MemPool>();
+    p->device = device;
+    p->is_default = true;
+    p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    p->props.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+    if (CUresult r = register_pool(st, std::move(p), slot)) return r;
+  }
+  out = slot;
+  return CUDA_SUCCESS;
+}
+
+// The current pool of `device` (cuDeviceSetMemPool's, else the default). State mutex held.
+CUresult current_pool(State& st, int device, MemPool*& out) {
+  if (CUresult r = default_pool(st, device, out)) return r;
+  if (MemPool* c = st.current_pools[static_cast<std::size_t>(device)]) out = c;
+  return CUDA_SUCCESS;
+}
+
+// How a cached block may serve an allocation on stream `s`; lower is better, -1: it may not.
+int reuse_rank(State& st, const MemPool& p, Block& b, const Stream& s) {
+  if (b.stream_id == 0 || b.stream_id == s.id) return 0;  // the stream order covers it
+  if (p.allow_opportunistic && free_completed(b)) return 1;
+  if (p.follow_event_dependencies) {
+    auto k = st.known.find(s.id);
+    if (k != st.known.end()) {
+      auto f = k->second.find(b.stream_id);
+      if (f != k->second.end() && f->second >= b.seq) return 2;
+    }
+  }
+  if (p.allow_internal_dependencies && b.event) return 3;
+  return -1;
+}
+
+void merge(Deps& into, const Deps& from) {
+  for (const auto& [stream, seq] : from) {
+    std::uint64_t& v = into[stream];
+    v = std::max(v, seq);
+  }
+}
+
+CUresult check_location(const CUmemLocation* loc, CUmemAllocationType type, const char* fn) {
+  if (!loc) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null location");
+  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED ||
+      (type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+       (loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA))) {
+    Core::get().log().warn(
+        "{}: pools of managed or host memory are not supported by cudamux yet: returning "
+        "CUDA_ERROR_NOT_SUPPORTED",
+        fn);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown allocation type");
+  if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
+  if (!Core::get().valid_device(loc->id))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "no such device");
+  return CUDA_SUCCESS;
+}
+
+// The record behind an exported pool's descriptor and an exported pointer.
+struct ShareRecord {
+  std::uint64_t magic = kShareMagic;
+  std::int64_t pid = 0;
+  std::uint64_t uid = 0;
+  std::uint64_t base = 0;
+  std::uint64_t size = 0;
+};
+static_assert(sizeof(ShareRecord) <= sizeof(CUmemPoolPtrExportData));
+
+}  // namespace
+
+// --- the stream-ordered allocator ---
+
+CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdeviceptr& out) {
+  const char* fn = "cuMemAllocAsync";
+  if (bytes == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero size");
+  if (bytes > SIZE_MAX - (kPoolAlignment - 1))
+    return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "size overflows");
+  const std::size_t size = (bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
+  Core& core = Core::get();
+  State& st = state();
+  Block block;
+  MemPool* p = pool;
+  {
+    std::lock_guard lock(st.mutex);
+    sweep(st);
+    if (!p) {
+      if (CUresult r = current_pool(st, s.ctx->device, p)) return r;
+    } else if (std::none_of(st.pools.begin(), st.pools.end(),
+                            [p](const auto& q) { return q.get() == p && !q->destroyed; })) {
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool was destroyed");  // raced a destroy
+    }
+    if (p->imported) return reject(CUDA_ERROR_INVALID_VALUE, fn, "imported pools cannot allocate");
+    if (p->device != s.ctx->device) {
+      core.log().warn(
+          "{}: a pool of device {} on a stream of device {} is not supported by cudamux yet: "
+          "returning CUDA_ERROR_NOT_SUPPORTED",
+          fn, p->device, s.ctx->device);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    // The best cached block: the lowest rank, then the smallest; blocks more than twice the
+    // request stay for larger requests.
+    auto best = p->cached.end();
+    int best_rank = 4;
+    for (auto it = p->cached.begin(); it != p->cached.end(); ++it) {
+      if (it->size < size || it->size / 2 >= size) continue;
+      const int rank = reuse_rank(st, *p, *it, s);
+      if (rank < 0) continue;
+      if (rank < best_rank || (rank == best_rank && it->size < best->size)) {
+        best = it;
+        best_rank = rank;
+      }
+    }
+    if (best != p->cached.end()) {
+      if (best_rank == 3) {  // the allocator's own dependency on the free
+        Event& e = *best->event;
+        if (auto r = core.map(submit(s, [&](backend::Queue& q) { return q.wait(*e.impl); }), fn))
+          return r;
+      }
+      block = std::move(*best);
+      p->cached.erase(best);
+      retire(std::move(block.event));
+      block.stream_id = 0;
+    } else {
+      if (const std::size_t max = p->props.maxSize; max && p->reserved + size > max) {
+        if (size <= max) release_cached(*p, max - size);  // completed frees make room
+        if (p->reserved + size > max)
+          return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "the pool's maxSize is reached");
+      }
+      void* mem = nullptr;
+      auto status = s.ctx->impl->allocate(size, &mem);
+      if (!status.ok()) {  // cached memory of the pool goes back first, then one more try
+        release_cached(*p, 0);
+        status = s.ctx->impl->allocate(size, &mem);
+      }
+      if (!status.ok()) return core.map(status, fn);
+      block.base = reinterpret_cast<std::uintptr_t>(mem);
+      block.size = size;
+      block.ctx = s.ctx;
+      p->reserved += size;
+    }
+    p->used += block.size;
+    bump_high(*p);
+    st.owner[block.base] = p;
+    st.has_cached.store(true, std::memory_order_relaxed);
+    p->live.emplace(block.base, Block{block.base, block.size, block.ctx, 0, 0, nullptr});
+  }
+  Allocation a{
+      block.base, bytes, AllocKind::device, block.ctx, block.ctx->handle, block.ctx->device, 0, 0};
+  a.buffer_id = core.next_buffer_id.fetch_add(1);
+  {
+    std::unique_lock lock(core.alloc_mutex);
+    core.allocations[a.base] = a;
+  }
+  out = static_cast<CUdeviceptr>(block.base);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+// Takes a live allocation out of the registry: pool memory (its pool is returned) or, when
+// `plain` is set, a cuMemAlloc allocation (returned in `alloc`). Imported pointers are only
+// forgotten (`imported` set).
+CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& block,
+                             Allocation& alloc, bool& imported, const char* fn) {
+  Core& core = Core::get();
+  State& st = state();
+  const auto base = static_cast<std::uintptr_t>(p);
+  std::unique_lock alloc_lock(core.alloc_mutex);
+  {
+    std::lock_guard lock(st.mutex);
+    // An importer frees its import before the exporter frees the memory (CUDA's rule).
+    for (auto& q : st.pools) {
+      auto it = q->imports.find(base);
+      if (it == q->imports.end()) continue;
+      if (--it->second == 0) q->imports.erase(it);
+      imported = true;
+      return CUDA_SUCCESS;
+    }
+    auto o = st.owner.find(base);
+    if (o != st.owner.end()) {
+      pool = o->second;
+      auto l = pool->live.find(base);
+      block = std::move(l->second);
+      pool->live.erase(l);
+      st.owner.erase(o);
+      core.allocations.erase(base);
+      return CUDA_SUCCESS;
+    }
+  }
+  if (!plain) return CUDA_ERROR_INVALID_VALUE;
+  auto it = core.allocations.find(base);
+  if (it == core.allocations.end() || it->second.kind != AllocKind::device ||
+      it->second.virtual_mapping)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not the base of a live device allocation");
+  alloc = it->second;
+  core.allocations.erase(it);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult pool_free_async(CUdeviceptr p, Stream& s) {
+  const char* fn = "cuMemFreeAsync";
+  if (p == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null pointer");
+  State& st = state();
+  MemPool* pool = nullptr;
+  Block block;
+  Allocation alloc;
+  bool imported = false;
+  if (CUresult r = unregister_for_free(p, true, pool, block, alloc, imported, fn)) return r;
+  if (imported) return CUDA_SUCCESS;
+  // The free's position in the stream: an event recorded there.
+  auto e = std::make_unique<Event>();
+  e->ctx = s.ctx;
+  e->flags = CU_EVENT_DISABLE_TIMING;
+  auto status = s.ctx->impl->create_event(CU_EVENT_DISABLE_TIMING, e->impl);
+  if (status.ok()) status = submit(s, [&](backend::Queue& q) { return q.record(*e->impl); });
+  if (!status.ok()) {
+    // The memory cannot be ordered: wait for the stream instead (the program sees the free
+    // succeed, as the work before it still runs first).
+    (void)s.queue->synchronize();
+    e.reset();
+  }
+  std::lock_guard lock(st.mutex);
+  st.tracking.store(true, std::memory_order_relaxed);
+  st.has_cached.store(true, std::memory_order_relaxed);
+  const std::uint64_t seq = st.next_seq++;
+  st.last_free[s.id] = seq;
+  if (!pool) {
+    st.deferred.push_back({alloc.base, alloc.ctx, std::move(e)});
+    sweep(st);
+    return CUDA_SUCCESS;
+  }
+  pool->used -= block.size;
+  block.stream_id = e ? s.id : 0;
+  block.seq = seq;
+  block.event = std::move(e);
+  pool->cached.push_back(std::move(block));
+  return CUDA_SUCCESS;
+}
+
+bool pool_free_sync(CUdeviceptr p, CUresult& result) {
+  MemPool* pool = nullptr;
+  Block block;
+  Allocation alloc;
+  bool imported = false;
+  if (unregister_for_free(p, false, pool, block, alloc, imported, "cuMemFree") != CUDA_SUCCESS)
+    return false;
+  result = CUDA_SUCCESS;
+  if (imported) return true;
+  // cuMemFree of pool memory synchronizes (CUDA's rule), of every context (issue 9).
+  quiesce_all_contexts();
+  State& st = state();
+  int device = 0;
+  {
+    std::lock_guard lock(st.mutex);
+    pool->used -= block.size;
+    block.stream_id = 0;
+    pool->cached.push_back(std::move(block));
+    device = pool->device;
+  }
+  pool_after_synchronize(device);
+  return true;
+}
+
+// --- hooks ---
+
+void pool_note_event_record(const Event& e, const Stream& s) noexcept {
+  State& st = state();
+  if (!st.tracking.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(st.mutex);
+  Deps deps;
+  if (auto k = st.known.find(s.id); k != st.known.end()) deps = k->second;
+  if (auto f = st.last_free.find(s.id); f != st.last_free.end()) deps[s.id] = f->second;
+  if (deps.empty()) {
+    st.recorded.erase(&e);
+  } else {
+    st.recorded[&e] = std::move(deps);
+  }
+}
+
+void pool_note_stream_wait(const Stream& s, const Event& e) noexcept {
+  State& st = state();
+  if (!st.tracking.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(st.mutex);
+  auto r = st.recorded.find(&e);
+  if (r == st.recorded.end()) return;
+  merge(st.known[s.id], r->second);
+}
+
+void pool_after_synchronize(int device) noexcept {
+  State& st = state();
+  if (!st.has_cached.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(st.mutex);
+  sweep(st);
+  bool any = !st.deferred.empty();
+  for (auto& p : st.pools) {
+    if (p->device != device) continue;
+    // The host has seen these frees complete: any stream may reuse the blocks now.
+    for (Block& b : p->cached) (void)free_completed(b);
+    if (p->reserved > p->release_threshold)
+      release_cached(*p, static_cast<std::size_t>(p->release_threshold));
+    any = any || !p->cached.empty() || !p->live.empty();
+  }
+  if (!any) st.has_cached.store(false, std::memory_order_relaxed);
+}
+
+void pool_forget_context(Context& ctx) noexcept {
+  State& st = state();
+  std::lock_guard lock(st.mutex);
+  for (auto& p : st.pools) {
+    for (auto it = p->cached.begin(); it != p->cached.end();) {
+      if (it->event && it->event->ctx == &ctx) {  // complete: the context was quiesced
+        it->event.reset();
+        it->stream_id = 0;
+      }
+      if (it->ctx != &ctx) {
+        ++it;
+        continue;
+      }
+      (void)ctx.impl->free(reinterpret_cast<void*>(it->base));
+      p->reserved -= it->size;
+      it = p->cached.erase(it);
+    }
+    // Live blocks of the context are freed by its allocation sweep (they are registered).
+    for (auto it = p->live.begin(); it != p->live.end();) {
+      if (it->second.ctx != &ctx) {
+        ++it;
+        continue;
+      }
+      p->used -= it->second.size;
+      p->reserved -= it->second.size;
+      st.owner.erase(it->first);
+      it = p->live.erase(it);
+    }
+  }
+  for (auto& d : st.deferred) {
+    if (d.event && d.event->ctx == &ctx) d.event.reset();
+  }
+  for (auto it = st.deferred.begin(); it != st.deferred.end();) {
+    if (it->ctx == &ctx) {
+      (void)ctx.impl->free(reinterpret_cast<void*>(it->base));
+      it = st.deferred.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  sweep(st);
+}
+
+CUmemoryPool pool_of_pointer(std::uintptr_t base) noexcept {
+  State& st = state();
+  std::lock_guard lock(st.mutex);
+  auto it = st.owner.find(base);
+  return it == st.owner.end() ? nullptr : it->second->handle;
+}
+
+}  // namespace cudamux::core
+
+namespace cudamux::impl {
+using core::Core;
+using core::MemPool;
+using core::reject;
+using core::Stream;
+
+namespace {
+
+CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream h,
+                     bool per_thread, const char* fn) {
+  if (!dptr) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  MemPool* p = nullptr;
+  if (pool) {
+    std::lock_guard lock(core::state().mutex);
+    p = core::pool_of(pool);
+  }
+  if (pool && !p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  // Graph memory nodes are not implemented yet: a capture cannot record the allocation, so it
+  // is refused (and the capture invalidated) rather than run outside the graph.
+  if (core::capture_applies(*s)) return core::capture_forbidden(*s, fn);
+  return core::pool_alloc_async(p, bytes, *s, *dptr);
+}
+
+CUresult free_async(CUdeviceptr p, CUstream h, bool per_thread) {
+  Stream* s = nullptr;
+  if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
+  if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuMemFreeAsync");
+  return core::pool_free_async(p, *s);
+}
+
+}  // namespace
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return alloc_async(dptr, bytesize, nullptr, hStream, false, "cuMemAllocAsync");
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return alloc_async(dptr, bytesize, nullptr, hStream, true, "cuMemAllocAsync");
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream) {
+  if (!pool) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocFromPoolAsync", "null pool");
+  return alloc_async(dptr, bytesize, pool, hStream, false, "cuMemAllocFromPoolAsync");
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+  if (!pool) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemAllocFromPoolAsync", "null pool");
+  return alloc_async(dptr, bytesize, pool, hStream, true, "cuMemAllocFromPoolAsync");
+}
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  return free_async(dptr, hStream, false);
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  return free_async(dptr, hStream, true);
+}
+
+// --- pools ---
+
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  const char* fn = "cuMemPoolCreate";
+  if (!pool || !props) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null argument");
+  if (CUresult r = core::check_location(&props->location, props->allocType, fn)) return r;
+  const unsigned types = props->handleTypes;
+  if (types & CU_MEM_HANDLE_TYPE_FABRIC) {
+    Core::get().log().warn(
+        "{}: fabric handles are not supported: returning CUDA_ERROR_NOT_SUPPORTED", fn);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "handle types other than none or a POSIX fd");
+  if (props->usage & ~static_cast<unsigned>(CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown usage bits");
+  for (unsigned char c : props->reserved)
+    if (c != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "reserved bytes must be zero");
+  auto p = std::make_unique<MemPool>();
+  p->device = props->location.id;
+  p->props = *props;
+  p->props.win32SecurityAttributes = nullptr;
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* out = nullptr;
+  if (CUresult r = core::register_pool(st, std::move(p), out)) return r;
+  *pool = out->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  const char* fn = "cuMemPoolDestroy";
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->is_default) return reject(CUDA_ERROR_INVALID_VALUE, fn, "a device's default pool");
+  Core::get().mempools.erase(reinterpret_cast<std::uintptr_t>(pool));
+  // The device whose current pool it was gets its default pool back (CUDA's rule).
+  for (MemPool*& c : st.current_pools)
+    if (c == p) c = nullptr;
+  // Outstanding allocations keep it alive until they are freed (CUDA's rule).
+  p->destroyed = true;
+  p->imports.clear();
+  core::sweep(st);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  const char* fn = "cuMemPoolSetAttribute";
+  if (!value) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null value");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  const auto u64 = [&] { return *static_cast<const cuuint64_t*>(value); };
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      p->follow_event_dependencies = *static_cast<const int*>(value) != 0;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      p->allow_opportunistic = *static_cast<const int*>(value) != 0;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      p->allow_internal_dependencies = *static_cast<const int*>(value) != 0;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      p->release_threshold = u64();
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      if (u64() != 0)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "a high watermark resets to 0 only");
+      p->reserved_high = p->reserved;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      if (u64() != 0)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "a high watermark resets to 0 only");
+      p->used_high = p->used;
+      return CUDA_SUCCESS;
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a settable pool attribute");
+  }
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  const char* fn = "cuMemPoolGetAttribute";
+  if (!value) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null value");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  const auto put = [&](cuuint64_t v) { *static_cast<cuuint64_t*>(value) = v; };
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      *static_cast<int*>(value) = p->follow_event_dependencies;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      *static_cast<int*>(value) = p->allow_opportunistic;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      *static_cast<int*>(value) = p->allow_internal_dependencies;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      put(p->release_threshold);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      put(p->reserved);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      put(p->reserved_high);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      put(p->used);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      put(p->used_high);
+      return CUDA_SUCCESS;
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a pool attribute");
+  }
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemPoolTrimTo", "invalid pool");
+  // Only memory whose frees have completed can go: the rest may still be in use by the device.
+  core::release_cached(*p, minBytesToKeep);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  const char* fn = "cuMemPoolSetAccess";
+  if (count && !map) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor list");
+  Core& core = Core::get();
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  for (size_t i = 0; i < count; ++i) {  // all checked before any applies
+    const CUmemAccessDesc& d = map[i];
+    if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE || !core.valid_device(d.location.id))
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
+    if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown access flags");
+    if (d.location.id == p->device && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                    "the pool's own device always has read-write access");
+    if (d.location.id != p->device && d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+        !core.backend().devices().can_access_peer(core.backend_ordinal(d.location.id),
+                                                  core.backend_ordinal(p->device)))
+      return reject(CUDA_ERROR_INVALID_DEVICE, fn, "the device cannot access the pool's device");
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (map[i].location.id != p->device) p->peer_access[map[i].location.id] = map[i].flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
+                            CUmemLocation* location) {
+  const char* fn = "cuMemPoolGetAccess";
+  if (!flags || !location) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null argument");
+  if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || !Core::get().valid_device(location->id))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(memPool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (location->id == p->device) {
+    *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  } else {
+    auto it = p->peer_access.find(location->id);
+    *flags = it == p->peer_access.end() ? CU_MEM_ACCESS_FLAGS_PROT_NONE : it->second;
+  }
+  return CUDA_SUCCESS;
+}
+
+// --- a device's pools ---
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  const char* fn = "cuDeviceGetDefaultMemPool";
+  if (!pool_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (!Core::get().valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = nullptr;
+  if (CUresult r = core::default_pool(st, dev, p)) return r;
+  *pool_out = p->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  const char* fn = "cuDeviceGetMemPool";
+  if (!pool) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (!Core::get().valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = nullptr;
+  if (CUresult r = core::current_pool(st, dev, p)) return r;
+  *pool = p->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  const char* fn = "cuDeviceSetMemPool";
+  if (!Core::get().valid_device(dev))
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->imported) return reject(CUDA_ERROR_INVALID_VALUE, fn, "an imported pool");
+  if (p->device != dev)
+    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "the pool is another device's");
+  MemPool* dflt = nullptr;
+  if (CUresult r = core::default_pool(st, dev, dflt)) return r;
+  st.current_pools[static_cast<std::size_t>(dev)] = p == dflt ? nullptr : p;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
+                                CUmemAllocationType type) {
+  const char* fn = "cuMemGetDefaultMemPool";
+  if (!pool_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (CUresult r = core::check_location(location, type, fn)) return r;
+  return impl::cuDeviceGetDefaultMemPool(pool_out, location->id);
+}
+
+CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  const char* fn = "cuMemGetMemPool";
+  if (!pool) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (CUresult r = core::check_location(location, type, fn)) return r;
+  return impl::cuDeviceGetMemPool(pool, location->id);
+}
+
+CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  if (CUresult r = core::check_location(location, type, "cuMemSetMemPool")) return r;
+  if (CUresult r = impl::cuDeviceSetMemPool(location->id, pool))
+    return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
+  return CUDA_SUCCESS;
+}
+
+// --- sharing: within this process (the exported descriptor names the pool) ---
+
+CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
+                                          CUmemAllocationHandleType handleType,
+                                          unsigned long long flags) {
+  const char* fn = "cuMemPoolExportToShareableHandle";
+  if (!handle_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "flags must be 0");
+  if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "only POSIX file descriptors are supported");
+  core::ShareRecord rec;
+  {
+    core::State& st = core::state();
+    std::lock_guard lock(st.mutex);
+    MemPool* p = core::pool_of(pool);
+    if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+    if (p->imported || !(p->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+      return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                    "the pool was not created exportable as a POSIX fd");
+    rec.pid = getpid();
+    rec.uid = p->uid;
+  }
+  const int fd = memfd_create("cudamux-mempool", MFD_CLOEXEC);
+  if (fd < 0) return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "memfd_create failed");
+  if (pwrite(fd, &rec, sizeof rec, 0) != static_cast<ssize_t>(sizeof rec)) {
+    close(fd);
+    return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "writing the pool's descriptor failed");
+  }
+  *static_cast<int*>(handle_out) = fd;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
+                                            CUmemAllocationHandleType handleType,
+                                            unsigned long long flags) {
+  const char* fn = "cuMemPoolImportFromShareableHandle";
+  if (!pool_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "flags must be 0");
+  if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "only POSIX file descriptors are supported");
+  const int fd =
+      static_cast<int>(reinterpret_cast<std::intptr_t>(handle));  // CUDA passes the fd by value
+  core::ShareRecord rec;
+  rec.magic = 0;
+  if (fd < 0 || pread(fd, &rec, sizeof rec, 0) != static_cast<ssize_t>(sizeof rec) ||
+      rec.magic != core::kShareMagic)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a descriptor of an exported pool");
+  if (rec.pid != getpid()) {
+    Core::get().log().warn(
+        "{}: importing a pool of another process is not supported by cudamux yet: returning "
+        "CUDA_ERROR_NOT_SUPPORTED",
+        fn);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  const MemPool* origin = nullptr;
+  for (const auto& p : st.pools)
+    if (p->uid == rec.uid && !p->destroyed && !p->imported) origin = p.get();
+  if (!origin) return reject(CUDA_ERROR_INVALID_VALUE, fn, "the exported pool no longer exists");
+  auto p = std::make_unique<MemPool>();
+  p->device = origin->device;
+  p->props = origin->props;
+  p->imported = true;
+  p->origin_pid = static_cast<pid_t>(rec.pid);
+  p->origin_uid = origin->uid;
+  MemPool* out = nullptr;
+  if (CUresult r = core::register_pool(st, std::move(p), out)) return r;
+  *pool_out = out->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
+  const char* fn = "cuMemPoolExportPointer";
+  if (!shareData_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  auto it = st.owner.find(static_cast<std::uintptr_t>(ptr));
+  if (it == st.owner.end())
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not the base of a live pool allocation");
+  const MemPool& p = *it->second;
+  if (!(p.props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool is not exportable");
+  core::ShareRecord rec;
+  rec.pid = getpid();
+  rec.uid = p.uid;
+  rec.base = ptr;
+  rec.size = p.live.at(it->first).size;
+  std::memset(shareData_out, 0, sizeof *shareData_out);
+  std::memcpy(shareData_out->reserved, &rec, sizeof rec);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
+                                CUmemPoolPtrExportData* shareData) {
+  const char* fn = "cuMemPoolImportPointer";
+  if (!ptr_out || !shareData) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null argument");
+  core::ShareRecord rec;
+  std::memcpy(&rec, shareData->reserved, sizeof rec);
+  if (rec.magic != core::kShareMagic)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not exported pointer data");
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (!p->imported || p->origin_uid != rec.uid || p->origin_pid != rec.pid)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "the pointer was not exported from this pool's origin");
+  auto o = st.owner.find(static_cast<std::uintptr_t>(rec.base));
+  if (o == st.owner.end() || o->second->uid != rec.uid)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the exported allocation was freed");
+  // One address space: the import is the exporter's address.
+  ++p->imports[static_cast<std::uintptr_t>(rec.base)];
+  *ptr_out = static_cast<CUdeviceptr>(rec.base);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace cudamux::impl
