@@ -19,9 +19,13 @@ namespace cudamux::core {
 
 // The stream order of an executable graph's launches: each launch waits for the previous
 // one (CUDA orders launches of one executable graph even across streams).
+// The marker is recorded only when a launch comes on another stream than the previous one
+// (on that previous stream, behind everything submitted to it so far): launches on one stream
+// are ordered by the stream itself and pay nothing.
 struct ExecOrder {
-  std::unique_ptr<Event> last;  // recorded after each launch
-  Stream* last_stream = nullptr;
+  std::unique_ptr<Event> last;         // the marker, created on the first change of stream
+  Context* ctx = nullptr;              // of the previous launch
+  unsigned long long last_stream = 0;  // Stream::id of the previous launch (ids are never reused)
 };
 
 namespace {
@@ -153,6 +157,19 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
   return backend::kOk;
 }
 
+namespace {
+// The live stream of `ctx` with this id, or null once it was destroyed and its work is done.
+// Caller holds ctx.order_mutex.
+Stream* stream_by_id(Context& ctx, unsigned long long id) {
+  if (ctx.legacy && ctx.legacy->id == id) return ctx.legacy.get();
+  for (Stream* s : ctx.streams)
+    if (s->id == id) return s;
+  for (const auto& s : ctx.retired_streams)
+    if (s->id == id) return s.get();
+  return nullptr;
+}
+}  // namespace
+
 CUresult launch_exec(GraphExec& x, Stream& s, const char* fn) {
   if (CUresult r = sticky_error(*s.ctx)) return r;
   Core& core = Core::get();
@@ -162,25 +179,32 @@ CUresult launch_exec(GraphExec& x, Stream& s, const char* fn) {
     std::lock_guard olock(g_exec_order_mutex);
     order = &g_exec_order[&x];
   }
-  if (!order->last) {
-    auto e = std::make_unique<Event>();
-    e->ctx = s.ctx;
-    e->flags = CU_EVENT_DISABLE_TIMING;
-    if (auto st = s.ctx->impl->create_event(CU_EVENT_DISABLE_TIMING, e->impl); !st.ok())
-      return core.map(st, fn);
-    order->last = std::move(e);
+  // Launches of one executable graph are ordered even across streams (CUDA's rule).
+  bool wait_previous = false;
+  if (order->last_stream && order->last_stream != s.id && order->ctx == s.ctx) {
+    if (!order->last) {
+      auto e = std::make_unique<Event>();
+      e->ctx = s.ctx;
+      e->flags = CU_EVENT_DISABLE_TIMING;
+      if (auto st = s.ctx->impl->create_event(CU_EVENT_DISABLE_TIMING, e->impl); !st.ok())
+        return core.map(st, fn);
+      order->last = std::move(e);
+    }
+    std::lock_guard olock(s.ctx->order_mutex);
+    if (Stream* prev = stream_by_id(*s.ctx, order->last_stream)) {
+      if (auto st = prev->queue->record(*order->last->impl); !st.ok()) return core.map(st, fn);
+      wait_previous = true;
+    }
   }
   std::vector<Event*> recorded;
-  const bool other_stream =
-      order->last_stream && order->last_stream != &s && order->last->ctx == s.ctx;
   const auto st = submit(s, [&](backend::Queue& q) {
-    if (other_stream) {
+    if (wait_previous) {
       if (auto w = q.wait(*order->last->impl); !w.ok()) return w;
     }
-    if (auto r = run_exec(x, q, recorded); !r.ok()) return r;
-    return order->last->ctx == s.ctx ? q.record(*order->last->impl) : backend::kOk;
+    return run_exec(x, q, recorded);
   });
-  order->last_stream = &s;
+  order->last_stream = s.id;
+  order->ctx = s.ctx;
   for (Event* e : recorded) {
     e->recorded.store(true, std::memory_order_release);
     if (e->in_capture.load(std::memory_order_acquire)) forget_event_capture(*e);
@@ -211,9 +235,10 @@ void forget_exec(GraphExec& x) noexcept {
 void forget_exec_orders(Context& ctx) noexcept {
   std::lock_guard lock(g_exec_order_mutex);
   for (auto& [x, order] : g_exec_order) {
-    if (order.last && order.last->ctx == &ctx) {
+    if (order.ctx == &ctx) {
       order.last.reset();  // the context's queues are idle: nothing will record it
-      order.last_stream = nullptr;
+      order.ctx = nullptr;
+      order.last_stream = 0;
     }
   }
 }

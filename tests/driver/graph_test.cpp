@@ -1062,4 +1062,30 @@ TEST_F(Graph, CaptureEntryPointsOfEveryFlavour) {
   ASSERT_OK(cuGraphDestroy(g));
 }
 
+TEST_F(Graph, LaunchesOfOneExecutableGraphAreOrderedAcrossStreams) {
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUgraphNode set;
+  const CUDA_MEMSET_NODE_PARAMS m = memset_params(buf, 4);
+  ASSERT_OK(cuGraphAddMemsetNode(&set, g, nullptr, 0, &m, ctx));
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  CUstream other = nullptr;
+  ASSERT_OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+  Gate gate;
+  ASSERT_OK(cuLaunchHostFunc(stream, &Gate::block, &gate));
+  ASSERT_OK(cuGraphLaunch(x, stream));  // held behind the gate
+  ASSERT_OK(cuGraphLaunch(x, other));   // must wait for the launch on `stream`
+  ASSERT_TRUE(conformance::eventually([&] { return gate.entered.load(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_CU(CUDA_ERROR_NOT_READY, cuStreamQuery(other));
+  gate.release();
+  ASSERT_OK(cuStreamSynchronize(other));
+  EXPECT_CU(CUDA_SUCCESS, cuStreamQuery(stream));
+  EXPECT_FALSE(gate.timed_out.load());
+  ASSERT_OK(cuGraphExecDestroy(x));
+  ASSERT_OK(cuGraphDestroy(g));
+  ASSERT_OK(cuStreamDestroy_v2(other));
+}
+
 }  // namespace
