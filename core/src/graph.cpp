@@ -726,6 +726,10 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode) {
   GraphNode* n = core::node_of(hNode);
   if (!n) return reject(CUDA_ERROR_INVALID_VALUE, "cuGraphDestroyNode", "invalid node");
   Graph& g = *n->graph;
+  // A capture into the graph may hold the node as a dependency.
+  if (g.capturing)
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuGraphDestroyNode",
+                  "the node's graph is being captured into");
   for (const Edge& e : n->in) std::erase(e.from->out, n);
   for (GraphNode* d : n->out) std::erase_if(d->in, [&](const Edge& e) { return e.from == n; });
   if (n->child) core::destroy_graph(std::move(n->child));
@@ -1110,6 +1114,7 @@ CUresult cuUserObjectCreate(CUuserObject* object_out, void* ptr, CUhostFn destro
 
 CUresult cuUserObjectRetain(CUuserObject object, unsigned int count) {
   if (count == 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuUserObjectRetain", "zero count");
+  std::lock_guard lock(core::graph_mutex());  // against a concurrent last release
   core::UserObject* o =
       core::graph_handles().user_objects.find(reinterpret_cast<std::uintptr_t>(object));
   if (!o) return reject(CUDA_ERROR_INVALID_VALUE, "cuUserObjectRetain", "invalid user object");

@@ -126,6 +126,15 @@ struct GraphExec {
   std::unordered_map<std::uintptr_t, std::size_t> by_origin;  // node handle -> index
   std::mutex mutex;                                           // launches against per-node updates
   std::map<UserObject*, unsigned> user_objects;  // references it holds (from its graph)
+  // The device's own executable graph of these nodes (the cuda backend), made at the first
+  // launch and dropped by every change of the nodes (guarded by `mutex`).
+  std::unique_ptr<backend::NativeGraph> native;
+  Context* native_ctx = nullptr;
+  bool native_tried = false;
+  void drop_native() {
+    native.reset();
+    native_tried = false;
+  }
 };
 
 struct UserObject {
@@ -269,6 +278,9 @@ void apply_update(GraphExec& x, const Graph& g);
 
 // Runs an executable graph's nodes on a backend queue (graph_exec.cpp); `recorded` collects
 // the events whose record was submitted.
-backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& recorded);
+// `capturing`: the queue records into a native graph, so event waits are always recorded (the
+// event's state is judged at each launch).
+backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& recorded,
+                         bool capturing = false);
 
 }  // namespace cudamux::core

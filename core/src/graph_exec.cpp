@@ -105,7 +105,8 @@ CUresult build_exec(const Graph& g, unsigned long long flags, std::unique_ptr<Gr
   return CUDA_SUCCESS;
 }
 
-backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& recorded) {
+backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& recorded,
+                         bool capturing) {
   for (const std::size_t i : x.run_order) {
     ExecNode& n = x.nodes[i];
     backend::Status st = backend::kOk;
@@ -137,7 +138,7 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
         st = q.host_function(n.host.fn, n.host.userData);
         break;
       case CU_GRAPH_NODE_TYPE_GRAPH:
-        st = run_exec(*n.child, q, recorded);
+        st = run_exec(*n.child, q, recorded, capturing);
         break;
       case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
         if (Event* e = event_of(n.event)) {
@@ -146,7 +147,8 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
         }
         break;
       case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-        if (Event* e = event_of(n.event); e && e->recorded.load(std::memory_order_acquire))
+        if (Event* e = event_of(n.event);
+            e && (capturing || e->recorded.load(std::memory_order_acquire)))
           st = q.wait(*e->impl);
         break;
       default:
@@ -158,6 +160,17 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
 }
 
 namespace {
+// The events of the graph's enabled record nodes (their records are submitted by a launch).
+void collect_record_events(const GraphExec& x, std::vector<Event*>& out) {
+  for (const ExecNode& n : x.nodes) {
+    if (n.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+      if (Event* e = event_of(n.event)) out.push_back(e);
+    } else if (n.child) {
+      collect_record_events(*n.child, out);
+    }
+  }
+}
+
 // The live stream of `ctx` with this id, or null once it was destroyed and its work is done.
 // Caller holds ctx.order_mutex.
 Stream* stream_by_id(Context& ctx, unsigned long long id) {
@@ -196,11 +209,23 @@ CUresult launch_exec(GraphExec& x, Stream& s, const char* fn) {
       wait_previous = true;
     }
   }
+  // The device's own graph where the backend makes one (once, in the first launch's context).
+  if (!x.native_tried) {
+    x.native_tried = true;
+    x.native_ctx = s.ctx;
+    std::vector<Event*> ignored;
+    const auto st = s.queue->capture_graph(
+        [&](backend::Queue& q) { return run_exec(x, q, ignored, /*capturing=*/true); }, x.native);
+    if (!st.ok()) x.native.reset();
+  }
+  backend::NativeGraph* native = x.native_ctx == s.ctx ? x.native.get() : nullptr;
   std::vector<Event*> recorded;
+  if (native) collect_record_events(x, recorded);
   const auto st = submit(s, [&](backend::Queue& q) {
     if (wait_previous) {
       if (auto w = q.wait(*order->last->impl); !w.ok()) return w;
     }
+    if (native) return q.launch_graph(*native);
     return run_exec(x, q, recorded);
   });
   order->last_stream = s.id;
@@ -429,6 +454,7 @@ CUresult exec_set(CUgraphExec hExec, CUgraphNode hNode, CUgraphNodeType type, co
                   "context or 2D memset)");
   std::lock_guard xlock(x->mutex);
   core::copy_exec_payload(probe, *e);
+  x->drop_native();
   return CUDA_SUCCESS;
 }
 
@@ -540,6 +566,7 @@ CUresult exec_update(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResultI
   }
   std::lock_guard xlock(x->mutex);
   core::apply_update(*x, *g);
+  x->drop_native();
   return CUDA_SUCCESS;
 }
 }  // namespace
@@ -643,6 +670,7 @@ CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec, CUgraphNode hNode
                   "the graph's topology or parameters differ from the child graph's");
   std::lock_guard xlock(x->mutex);
   core::apply_update(*e->child, *g);
+  x->drop_native();
   return CUDA_SUCCESS;
 }
 
@@ -695,6 +723,7 @@ CUresult cuGraphNodeSetEnabled(CUgraphExec hExec, CUgraphNode hNode, unsigned in
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "only kernel, memcpy and memset nodes can be disabled");
   std::lock_guard xlock(x->mutex);
+  if (e.enabled != (isEnabled != 0)) x->drop_native();
   e.enabled = isEnabled != 0;
   return CUDA_SUCCESS;
 }

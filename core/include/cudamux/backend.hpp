@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +47,8 @@ namespace cudamux::backend {
 // 7: Queue::set_attribute (stream attributes), DeviceContext::reset_persisting_l2_cache,
 //    Backend::virtual_memory (VirtualMemory), Backend::native_host_function,
 //    Backend::advise, Queue::prefetch (managed memory hints)
-inline constexpr std::uint32_t kAbiVersion = 7;
+// 8: NativeGraph, Queue::capture_graph / launch_graph (CUDA graphs run by the device; issue 16)
+inline constexpr std::uint32_t kAbiVersion = 8;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -300,6 +302,13 @@ class Devices {
   [[nodiscard]] virtual bool can_access_peer(int ordinal, int peer) const noexcept = 0;
 };
 
+// An executable graph the device runs itself (NVIDIA's CUgraphExec), made by
+// Queue::capture_graph and launched with Queue::launch_graph.
+class NativeGraph {
+ public:
+  virtual ~NativeGraph() = default;
+};
+
 class Event {
  public:
   virtual ~Event() = default;
@@ -346,7 +355,22 @@ class Queue {
     (void)bytes;
     (void)to;
     return kOk;
+  }  // CUDA graphs (issue 16). A backend whose device runs graphs natively records what `replay`
+  // submits to the queue it is handed (one operation after another, in a topological order of
+  // the graph; event records and waits there have external semantics: they stand for the
+  // graph's event nodes) into `out`, which launch_graph then runs on this queue. Leaving `out`
+  // empty (the default) means the core replays the graph's operations itself at each launch.
+  virtual Status capture_graph(const std::function<Status(Queue&)>& replay,
+                               std::unique_ptr<NativeGraph>& out) {
+    (void)replay;
+    out.reset();
+    return kOk;
   }
+  virtual Status launch_graph(NativeGraph& graph) {
+    (void)graph;
+    return kOk;  // never called: capture_graph made no graph
+  }
+
 };
 
 // Per-device execution state; one per CUDA context.

@@ -67,7 +67,15 @@ namespace cudamux::cuda {
   X(cuLaunchKernelEx)                                                                          \
   X(cuOccupancyMaxActiveClusters)                                                              \
   X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) \
-      CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)
+      CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)                          \
+          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)
+
+// CUDA graphs run by NVIDIA (issue 16: NvidiaQueue::capture_graph); without any one of them the
+// core replays graphs itself.
+#define CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)                                                      \
+  X(cuStreamBeginCapture_v2)                                                                   \
+  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) \
+      X(cuGraphDestroy) X(cuEventRecordWithFlags)
 
 // Host-only encoders handed to the core as they are (Backend::native_host_function).
 #define CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \

@@ -262,6 +262,20 @@ class NvidiaEvent final : public be::Event {
   const CUevent event_;
 };
 
+// An executable graph of NVIDIA's, made by capturing the core's replay of a graph.
+class NvidiaGraph final : public be::NativeGraph {
+ public:
+  NvidiaGraph(const NvidiaApi& api, CUgraphExec exec) : api_(api), exec_(exec) {}
+  ~NvidiaGraph() override { (void)api_.cuGraphExecDestroy(exec_); }
+  NvidiaGraph(const NvidiaGraph&) = delete;
+  NvidiaGraph& operator=(const NvidiaGraph&) = delete;
+  [[nodiscard]] CUgraphExec handle() const noexcept { return exec_; }
+
+ private:
+  const NvidiaApi& api_;
+  const CUgraphExec exec_;
+};
+
 class NvidiaQueue;
 
 // The queues of one DeviceContext, for DeviceContext::synchronize.
@@ -356,14 +370,57 @@ class NvidiaQueue final : public be::Queue {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     return submitted(api_.cuLaunchHostFunc(stream_, fn, user));
   }
-  // Not a submission for copy_sync: a record waits for earlier work only.
+  // Not a submission for copy_sync: a record waits for earlier work only. While capturing a
+  // graph (capture_graph), records and waits are the graph's event nodes: external ones.
   be::Status record(be::Event& event) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
-    return status(api_.cuEventRecord(static_cast<NvidiaEvent&>(event).handle(), stream_));
+    const CUevent e = static_cast<NvidiaEvent&>(event).handle();
+    if (capturing_) return status(api_.cuEventRecordWithFlags(e, stream_, CU_EVENT_RECORD_EXTERNAL));
+    return status(api_.cuEventRecord(e, stream_));
   }
   be::Status wait(be::Event& event) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
-    return submitted(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(), 0));
+    return submitted(api_.cuStreamWaitEvent(stream_, static_cast<NvidiaEvent&>(event).handle(),
+                                            capturing_ ? CU_EVENT_WAIT_EXTERNAL : 0));
+  }
+
+  // Issue 16: the core's graph, replayed onto a capturing stream of NVIDIA's, becomes an
+  // executable graph NVIDIA launches as one (100 kernels: one cuGraphLaunch instead of 100
+  // cuLaunchKernel). Anything NVIDIA refuses to capture leaves `out` empty: the core then
+  // replays the graph itself.
+  be::Status capture_graph(const std::function<be::Status(be::Queue&)>& replay,
+                           std::unique_ptr<be::NativeGraph>& out) override {
+    out.reset();
+    if (!api_.cuStreamBeginCapture_v2 || !api_.cuStreamEndCapture ||
+        !api_.cuGraphInstantiateWithFlags || !api_.cuGraphLaunch || !api_.cuGraphExecDestroy ||
+        !api_.cuGraphDestroy || !api_.cuEventRecordWithFlags)
+      return be::kOk;
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUstream s = nullptr;
+    if (api_.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+      return be::kOk;
+    // A registry of its own: DeviceContext::synchronize must never wait on a capturing stream.
+    NvidiaQueue q(api_, ctx_, s, std::make_shared<QueueRegistry>());
+    q.capturing_ = true;
+    if (api_.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS)
+      return be::kOk;
+    const be::Status replayed = replay(q);
+    CUgraph graph = nullptr;
+    const CUresult ended = api_.cuStreamEndCapture(s, &graph);
+    if (!replayed.ok() || ended != CUDA_SUCCESS || graph == nullptr) {
+      if (graph) (void)api_.cuGraphDestroy(graph);
+      return be::kOk;
+    }
+    CUgraphExec exec = nullptr;
+    const CUresult made = api_.cuGraphInstantiateWithFlags(&exec, graph, 0);
+    (void)api_.cuGraphDestroy(graph);
+    if (made != CUDA_SUCCESS) return be::kOk;
+    out = std::make_unique<NvidiaGraph>(api_, exec);
+    return be::kOk;
+  }
+  be::Status launch_graph(be::NativeGraph& graph) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    return submitted(api_.cuGraphLaunch(static_cast<NvidiaGraph&>(graph).handle(), stream_));
   }
   be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
   be::Status prefetch(void* ptr, std::size_t bytes, CUmemLocation to) override {
@@ -418,6 +475,7 @@ class NvidiaQueue final : public be::Queue {
 
  private:
   static constexpr std::size_t kSyncCopyMinBytes = std::size_t{64} << 10;
+  bool capturing_ = false;  // a capture_graph queue: records and waits are external
 
   // Thread block clusters exist only in NVIDIA's cuLaunchKernelEx; the cooperative flag rides
   // along as its attribute. Kept out of launch() so that the common path stays as it was.
