@@ -129,7 +129,8 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 }
 cudaError_t cudaEventDestroy(cudaEvent_t event) { CUDAMUX_RT_CALL(drv::cuEventDestroy_v2(event)); }
 
-// Issue 14: capture queries (cudamux captures nothing yet: status none for every valid stream).
+// Capture status queries are the driver's (issue 16: capture.cpp); cudaStreamGetCaptureInfo
+// and the rest of stream capture are in rt_graph.cpp.
 static_assert(static_cast<int>(cudaStreamCaptureStatusNone) ==
               static_cast<int>(CU_STREAM_CAPTURE_STATUS_NONE));
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
@@ -137,19 +138,6 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
       drv::cuStreamIsCapturing(stream, reinterpret_cast<CUstreamCaptureStatus*>(status)));
 }
 cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, cudaStreamCaptureStatus* status) {
-  CUDAMUX_RT_CALL(
-      drv::cuStreamIsCapturing_ptsz(stream, reinterpret_cast<CUstreamCaptureStatus*>(status)));
-}
-cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
-                                     unsigned long long*, cudaGraph_t*, const cudaGraphNode_t**,
-                                     const cudaGraphEdgeData**, size_t*) {
-  CUDAMUX_RT_CALL(
-      drv::cuStreamIsCapturing(stream, reinterpret_cast<CUstreamCaptureStatus*>(status)));
-}
-cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, cudaStreamCaptureStatus* status,
-                                          unsigned long long*, cudaGraph_t*,
-                                          const cudaGraphNode_t**, const cudaGraphEdgeData**,
-                                          size_t*) {
   CUDAMUX_RT_CALL(
       drv::cuStreamIsCapturing_ptsz(stream, reinterpret_cast<CUstreamCaptureStatus*>(status)));
 }
