@@ -207,6 +207,39 @@ CUresult capture_host(Stream& s, CUhostFn fn, void* user, const char* api) {
   });
 }
 
+CUresult capture_mem_alloc(Stream& s, std::size_t bytes, CUdeviceptr& out, const char* fn) {
+  std::lock_guard lock(graph_mutex());
+  StreamCapture* sc = nullptr;
+  if (CUresult r = capture_target(s, sc, fn)) return r;
+  CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = s.ctx->device;
+  p.bytesize = bytes;
+  AllocParams a;
+  if (CUresult r = prepare_alloc(p, a, fn)) return r;
+  GraphNode& n = add_node(*sc->session->graph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, sc->deps);
+  n.alloc = std::move(a);
+  n.alloc.params.accessDescs = n.alloc.access.empty() ? nullptr : n.alloc.access.data();
+  sc->deps.assign(1, Edge{&n, {}});
+  out = p.dptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult capture_mem_free(Stream& s, CUdeviceptr p, const char* fn) {
+  std::lock_guard lock(graph_mutex());
+  StreamCapture* sc = nullptr;
+  if (CUresult r = capture_target(s, sc, fn)) return r;
+  if (CUresult r = prepare_free(p, fn)) {
+    invalidate(*sc->session, r, fn);
+    return r;
+  }
+  GraphNode& n = add_node(*sc->session->graph, CU_GRAPH_NODE_TYPE_MEM_FREE, sc->deps);
+  n.free_ptr = p;
+  sc->deps.assign(1, Edge{&n, {}});
+  return CUDA_SUCCESS;
+}
+
 CUresult capture_event_record(Stream& s, Event& e, const char* fn) {
   std::lock_guard lock(graph_mutex());
   StreamCapture* sc = nullptr;

@@ -387,9 +387,17 @@ CUresult fill_generic(GraphNode& probe, CUgraphNodeParams& p, const char* fn) {
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
       return not_supported_node(fn, "external semaphore");
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      CUDA_MEM_ALLOC_NODE_PARAMS a{};
+      std::memcpy(&a, &p.alloc, sizeof a);
+      if (CUresult r = core::prepare_alloc(a, probe.alloc, fn)) return r;
+      p.alloc.dptr = a.dptr;
+      return CUDA_SUCCESS;
+    }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-      return not_supported_node(fn, "memory allocation");
+      if (CUresult r = core::prepare_free(p.free.dptr, fn)) return r;
+      probe.free_ptr = p.free.dptr;
+      return CUDA_SUCCESS;
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
       return not_supported_node(fn, "batch memory operation");
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
@@ -966,8 +974,9 @@ CUresult cuGraphNodeSetParams(CUgraphNode h, CUgraphNodeParams* p) {
   GraphNode* n = core::node_of(h);
   if (!n) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid node");
   if (n->type != p->type) return reject(CUDA_ERROR_INVALID_VALUE, fn, "node of another type");
-  if (p->type == CU_GRAPH_NODE_TYPE_GRAPH)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "a child graph node's graph cannot be replaced");
+  if (p->type == CU_GRAPH_NODE_TYPE_GRAPH || p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+      p->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "parameters of this node type cannot be changed");
   GraphNode probe;
   probe.type = n->type;
   probe.kernel.attributes = n->kernel.attributes;

@@ -67,9 +67,12 @@ struct FillParams {
   backend::FillDesc desc;
 };
 
+struct GraphAllocation;  // graph_memory.cpp
 struct AllocParams {
   CUDA_MEM_ALLOC_NODE_PARAMS params{};
   std::vector<CUmemAccessDesc> access;
+  // The memory, shared by the node, its clones and executable graphs; freed with the last.
+  std::shared_ptr<GraphAllocation> memory;
 };
 
 struct GraphNode {
@@ -207,6 +210,19 @@ CUresult prepare_kernel(const CUDA_KERNEL_NODE_PARAMS& p, KernelParams& out, con
 CUresult prepare_copy(const CUDA_MEMCPY3D& p, CUcontext ctx, CopyParams& out, const char* fn);
 CUresult prepare_fill(const CUDA_MEMSET_NODE_PARAMS& p, CUcontext ctx, FillParams& out,
                       const char* fn);
+
+// --- graph memory nodes (graph_memory.cpp) ---
+
+// Validates a memory allocation node's parameters and allocates its memory (its address is
+// fixed for the node's life, as CUDA's is); writes p.dptr.
+CUresult prepare_alloc(CUDA_MEM_ALLOC_NODE_PARAMS& p, AllocParams& out, const char* fn);
+// A free node may free only memory a graph allocated.
+CUresult prepare_free(CUdeviceptr p, const char* fn);
+CUresult capture_mem_alloc(Stream& s, std::size_t bytes, CUdeviceptr& out, const char* fn);
+CUresult capture_mem_free(Stream& s, CUdeviceptr p, const char* fn);
+CUresult allocate_graph_memory(Context& ctx, std::size_t bytes, CUdeviceptr& out,
+                               unsigned long long& buffer_id, const char* fn);
+void free_graph_memory(CUdeviceptr ptr, unsigned long long buffer_id) noexcept;
 
 // --- launch.cpp / memory.cpp: the pieces graphs reuse ---
 

@@ -300,9 +300,15 @@ UpdateResult update_allowed(const ExecNode& e, const GraphNode& n) {
         return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
       return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
+    // Memory nodes cannot change; an update may only pair them with identical ones.
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      return e.alloc.params.dptr == n.alloc.params.dptr &&
+                     e.alloc.params.bytesize == n.alloc.params.bytesize
+                 ? CU_GRAPH_EXEC_UPDATE_SUCCESS
+                 : CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-      return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+      return e.free_ptr == n.free_ptr ? CU_GRAPH_EXEC_UPDATE_SUCCESS
+                                      : CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
     default:
       return CU_GRAPH_EXEC_UPDATE_SUCCESS;
   }

@@ -294,6 +294,34 @@ constexpr std::size_t kPitchAlignment = 512;
 
 }  // namespace
 
+CUresult allocate_graph_memory(Context& ctx, std::size_t bytes, CUdeviceptr& out,
+                               unsigned long long& buffer_id, const char* fn) {
+  void* p = nullptr;
+  if (auto st = ctx.impl->allocate(bytes, &p); !st.ok()) return Core::get().map(st, fn);
+  const auto base = reinterpret_cast<std::uintptr_t>(p);
+  register_allocation({base, bytes, AllocKind::device, &ctx, ctx.handle, ctx.device, 0, 0});
+  Core& core = Core::get();
+  std::shared_lock lock(core.alloc_mutex);
+  buffer_id = core.allocations.at(base).buffer_id;
+  out = static_cast<CUdeviceptr>(base);
+  return CUDA_SUCCESS;
+}
+
+void free_graph_memory(CUdeviceptr ptr, unsigned long long buffer_id) noexcept {
+  Core& core = Core::get();
+  Allocation a;
+  {
+    std::unique_lock lock(core.alloc_mutex);
+    auto it = core.allocations.find(static_cast<std::uintptr_t>(ptr));
+    // Freed already (cuMemFree of memory that left its graph, or its context was destroyed).
+    if (it == core.allocations.end() || it->second.buffer_id != buffer_id) return;
+    a = it->second;
+    core.allocations.erase(it);
+  }
+  quiesce_all_contexts();  // work queued anywhere may still use it
+  (void)a.ctx->impl->free(reinterpret_cast<void*>(ptr));
+}
+
 CUresult describe_copy_3d(const CUDA_MEMCPY3D& p, backend::CopyDesc& out, bool& empty,
                           const char* fn) {
   if (p.srcLOD || p.dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");

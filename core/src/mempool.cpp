@@ -561,16 +561,18 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstrea
     p = core::pool_of(pool);
   }
   if (pool && !p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
-  // Graph memory nodes are not implemented yet: a capture cannot record the allocation, so it
-  // is refused (and the capture invalidated) rather than run outside the graph.
-  if (core::capture_applies(*s)) return core::capture_forbidden(*s, fn);
+  // In a capture the allocation becomes a graph memory allocation node (graph_memory.cpp).
+  if (core::capture_applies(*s)) {
+    if (bytes == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero size");
+    return core::capture_mem_alloc(*s, bytes, *dptr, fn);
+  }
   return core::pool_alloc_async(p, bytes, *s, *dptr);
 }
 
 CUresult free_async(CUdeviceptr p, CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
-  if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuMemFreeAsync");
+  if (core::capture_applies(*s)) return core::capture_mem_free(*s, p, "cuMemFreeAsync");
   return core::pool_free_async(p, *s);
 }
 

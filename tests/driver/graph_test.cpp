@@ -1088,4 +1088,78 @@ TEST_F(Graph, LaunchesOfOneExecutableGraphAreOrderedAcrossStreams) {
   ASSERT_OK(cuStreamDestroy_v2(other));
 }
 
+TEST_F(Graph, MemoryNodesAndCapturedStreamOrderedAllocations) {
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS a{};
+  a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  a.poolProps.location.id = dev;
+  a.bytesize = kN * sizeof(int);
+  CUgraphNode alloc, set, copy, release;
+  ASSERT_OK(cuGraphAddMemAllocNode(&alloc, g, nullptr, 0, &a));
+  ASSERT_NE(0u, a.dptr);
+  const CUDA_MEMSET_NODE_PARAMS m = memset_params(a.dptr, 7);
+  ASSERT_OK(cuGraphAddMemsetNode(&set, g, &alloc, 1, &m, ctx));
+  std::vector<int> host(kN, 0);
+  const CUDA_MEMCPY3D c = dtoh_params(host.data(), a.dptr, kN * sizeof(int));
+  ASSERT_OK(cuGraphAddMemcpyNode(&copy, g, &set, 1, &c, ctx));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphAddMemFreeNode(&release, g, &copy, 1, buf));
+  ASSERT_OK(cuGraphAddMemFreeNode(&release, g, &copy, 1, a.dptr));
+  CUDA_MEM_ALLOC_NODE_PARAMS back{};
+  ASSERT_OK(cuGraphMemAllocNodeGetParams(alloc, &back));
+  EXPECT_EQ(a.dptr, back.dptr);
+  EXPECT_EQ(a.bytesize, back.bytesize);
+  CUdeviceptr freed = 0;
+  ASSERT_OK(cuGraphMemFreeNodeGetParams(release, &freed));
+  EXPECT_EQ(a.dptr, freed);
+  CUDA_MEM_ALLOC_NODE_PARAMS zero = a;
+  zero.bytesize = 0;
+  CUgraphNode bad = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphAddMemAllocNode(&bad, g, nullptr, 0, &zero));
+
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  launch_and_wait(x);
+  EXPECT_TRUE(all_equal(host, 7)) << host[0];
+  cuuint64_t high = 0;
+  ASSERT_OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &high));
+  EXPECT_GE(high, a.bytesize);
+  cuuint64_t one = 1, zero_value = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero_value));
+  ASSERT_OK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero_value));
+  ASSERT_OK(cuGraphExecDestroy(x));
+  ASSERT_OK(cuGraphDestroy(g));
+  ASSERT_OK(cuDeviceGraphMemTrim(dev));
+
+  // cuMemAllocAsync / cuMemFreeAsync in a capture become memory nodes.
+  ASSERT_OK(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUdeviceptr p = 0;
+  ASSERT_OK(cuMemAllocAsync(&p, kN * sizeof(int), stream));
+  ASSERT_NE(0u, p);
+  ASSERT_OK(cuMemsetD32Async(p, 5, kN, stream));
+  std::fill(host.begin(), host.end(), 0);
+  ASSERT_OK(cuMemcpyDtoHAsync_v2(host.data(), p, kN * sizeof(int), stream));
+  ASSERT_OK(cuMemFreeAsync(p, stream));
+  ASSERT_OK(cuStreamEndCapture(stream, &g));
+  size_t n = 0;
+  ASSERT_OK(cuGraphGetNodes(g, nullptr, &n));
+  ASSERT_EQ(4u, n);
+  std::vector<CUgraphNode> nodes(n);
+  ASSERT_OK(cuGraphGetNodes(g, nodes.data(), &n));
+  CUgraphNodeType type{};
+  ASSERT_OK(cuGraphNodeGetType(nodes.front(), &type));
+  EXPECT_EQ(CU_GRAPH_NODE_TYPE_MEM_ALLOC, type);
+  ASSERT_OK(cuGraphNodeGetType(nodes.back(), &type));
+  EXPECT_EQ(CU_GRAPH_NODE_TYPE_MEM_FREE, type);
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  launch_and_wait(x);
+  EXPECT_TRUE(all_equal(host, 5)) << host[0];
+  ASSERT_OK(cuGraphExecDestroy(x));
+  ASSERT_OK(cuGraphDestroy(g));
+}
+
 }  // namespace

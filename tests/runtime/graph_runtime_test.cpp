@@ -782,4 +782,42 @@ TEST_F(RuntimeGraphSymbols, MemcpyNodesToAndFromASymbol) {
   ASSERT_RT(cudaGraphDestroy(g));
 }
 
+TEST_F(RuntimeGraph, CapturedMallocAsyncBecomesGraphMemory) {
+  constexpr size_t kCount = 64;
+  ASSERT_RT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  void* p = nullptr;
+  ASSERT_RT(cudaMallocAsync(&p, kCount * sizeof(int), stream));
+  ASSERT_NE(nullptr, p);
+  ASSERT_RT(cudaMemsetAsync(p, 0x01, kCount * sizeof(int), stream));
+  std::vector<int> host(kCount, 0);
+  ASSERT_RT(cudaMemcpyAsync(host.data(), p, kCount * sizeof(int), cudaMemcpyDeviceToHost, stream));
+  ASSERT_RT(cudaFreeAsync(p, stream));
+  cudaGraph_t g = nullptr;
+  ASSERT_RT(cudaStreamEndCapture(stream, &g));
+  size_t n = 0;
+  ASSERT_RT(cudaGraphGetNodes(g, nullptr, &n));
+  ASSERT_EQ(4u, n);
+  std::vector<cudaGraphNode_t> nodes(n);
+  ASSERT_RT(cudaGraphGetNodes(g, nodes.data(), &n));
+  cudaMemAllocNodeParams params{};
+  ASSERT_RT(cudaGraphMemAllocNodeGetParams(nodes.front(), &params));
+  EXPECT_EQ(p, params.dptr);
+  EXPECT_EQ(kCount * sizeof(int), params.bytesize);
+  void* freed = nullptr;
+  ASSERT_RT(cudaGraphMemFreeNodeGetParams(nodes.back(), &freed));
+  EXPECT_EQ(p, freed);
+  cudaGraphExec_t x = nullptr;
+  ASSERT_RT(cudaGraphInstantiate(&x, g, 0));
+  ASSERT_RT(cudaGraphLaunch(x, stream));
+  ASSERT_RT(cudaStreamSynchronize(stream));
+  for (int v : host) ASSERT_EQ(0x01010101, v);
+  unsigned long long high = 0;
+  ASSERT_RT(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &high));
+  EXPECT_GE(high, kCount * sizeof(int));
+  ASSERT_RT(cudaGraphExecDestroy(x));
+  ASSERT_RT(cudaGraphDestroy(g));
+  ASSERT_RT(cudaDeviceGraphMemTrim(0));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 }  // namespace

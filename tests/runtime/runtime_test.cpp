@@ -213,8 +213,8 @@ TEST_F(Runtime, NotReadyIsNotAnError) {
 }
 
 TEST_F(Runtime, UnsupportedFunctionsSayNotSupportedAndSetTheLastError) {
-  // Graph memory nodes have no driver support (issue 16 left them out).
-  EXPECT_EQ(cudaDeviceGraphMemTrim(0), cudaErrorNotSupported);
+  // External semaphores have no driver support.
+  EXPECT_EQ(cudaDestroyExternalSemaphore(nullptr), cudaErrorNotSupported);
   EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
 }
 

@@ -1049,6 +1049,60 @@ cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t objec
   CUDAMUX_RT_CALL(drv::cuGraphReleaseUserObject(graph, object, count));
 }
 
+// --- graph memory nodes (the runtime's structs are the driver's, field for field) ---
+
+static_assert(sizeof(cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS));
+static_assert(static_cast<int>(cudaGraphMemAttrUsedMemCurrent) ==
+              static_cast<int>(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT));
+static_assert(static_cast<int>(cudaGraphMemAttrReservedMemHigh) ==
+              static_cast<int>(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH));
+
+cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                     const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                     cudaMemAllocNodeParams* nodeParams) {
+  if (!nodeParams)
+    return reject(cudaErrorInvalidValue, "cudaGraphAddMemAllocNode", "null parameters");
+  CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  std::memcpy(&p, nodeParams, sizeof p);
+  if (cudaError_t e = enter()) return e;
+  const cudaError_t e =
+      map(drv::cuGraphAddMemAllocNode(pGraphNode, graph, pDependencies, numDependencies, &p));
+  if (e == cudaSuccess) nodeParams->dptr = reinterpret_cast<void*>(p.dptr);
+  return e;
+}
+cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
+                                           cudaMemAllocNodeParams* params_out) {
+  if (!params_out)
+    return reject(cudaErrorInvalidValue, "cudaGraphMemAllocNodeGetParams", "null out-pointer");
+  CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  if (cudaError_t e = enter()) return e;
+  const cudaError_t e = map(drv::cuGraphMemAllocNodeGetParams(node, &p));
+  if (e == cudaSuccess) std::memcpy(params_out, &p, sizeof p);
+  return e;
+}
+cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                    const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                    void* dptr) {
+  CUDAMUX_RT_CALL(drv::cuGraphAddMemFreeNode(pGraphNode, graph, pDependencies, numDependencies,
+                                             reinterpret_cast<CUdeviceptr>(dptr)));
+}
+cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* dptr_out) {
+  CUDAMUX_RT_CALL(drv::cuGraphMemFreeNodeGetParams(node, static_cast<CUdeviceptr*>(dptr_out)));
+}
+cudaError_t cudaDeviceGraphMemTrim(int device) {
+  CUDAMUX_RT_CALL(drv::cuDeviceGraphMemTrim(device));
+}
+cudaError_t cudaDeviceGetGraphMemAttribute(int device, cudaGraphMemAttributeType attr,
+                                           void* value) {
+  CUDAMUX_RT_CALL(
+      drv::cuDeviceGetGraphMemAttribute(device, static_cast<CUgraphMem_attribute>(attr), value));
+}
+cudaError_t cudaDeviceSetGraphMemAttribute(int device, cudaGraphMemAttributeType attr,
+                                           void* value) {
+  CUDAMUX_RT_CALL(
+      drv::cuDeviceSetGraphMemAttribute(device, static_cast<CUgraphMem_attribute>(attr), value));
+}
+
 #undef CUDAMUX_RT_CALL
 
 }  // namespace cudamux::rt::impl
