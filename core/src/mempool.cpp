@@ -798,6 +798,9 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
 CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
   const char* fn = "cuDeviceGetMemPool";
   if (!pool) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  // NVIDIA's driver 580 answers a negative ordinal with INVALID_VALUE, a large one with
+  // INVALID_DEVICE.
+  if (dev < 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "negative device ordinal");
   if (!Core::get().valid_device(dev))
     return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
   core::State& st = core::state();

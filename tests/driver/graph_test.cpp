@@ -722,6 +722,7 @@ TEST_F(Graph, UnsafeCallsDuringAGlobalCapture) {
   check("cuCtxSynchronize", [] { return cuCtxSynchronize(); });
   check("cuMemFree", [&] { return cuMemFree_v2(buf); });
   check("cuEventSynchronize", [&] { return cuEventSynchronize(unrelated); });
+  check("cuEventQuery", [&] { return cuEventQuery(unrelated); });
   check("cuStreamAddCallback on the capturing stream", [&] {
     return cuStreamAddCallback(
         stream, [](CUstream, CUresult, void*) {}, nullptr, 0);

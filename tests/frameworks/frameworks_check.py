@@ -40,6 +40,26 @@ def torch_checks():
     yield "mlp_loss_decreases", str(losses[-1] < losses[0])
     yield "mlp_loss", digest([losses[0]])
     torch.cuda.synchronize()
+    # Issue 16: a CUDA graph captured by PyTorch, replayed with new inputs, against eager.
+    static_in = torch.randn(1024, device=dev)
+    w = torch.randn(1024, 1024, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm-up before capture, as PyTorch asks
+            static_out = torch.relu(w @ static_in) + 1
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = torch.relu(w @ static_in) + 1
+    matches = []
+    for _ in range(3):
+        fresh = torch.randn(1024, device=dev)
+        static_in.copy_(fresh)
+        graph.replay()
+        ref = torch.relu(w @ fresh) + 1
+        matches.append(bool(torch.allclose(static_out, ref, rtol=1e-4, atol=1e-4)))
+    yield "cuda_graph_replays_match_eager", str(all(matches))
 
 
 def cupy_checks():
@@ -64,6 +84,18 @@ extern "C" __global__ void twice(const float* x, float* y, int n) {
     import numpy as np
     ref = a.get().astype(np.float64) @ b.get().astype(np.float64)
     yield "matmul_max_error_below_1e-3", str(bool(np.abs(c.get() - ref).max() < 1e-3))
+    # Issue 16: stream capture into a CUDA graph through CuPy, launched twice.
+    stream = cp.cuda.Stream(non_blocking=True)
+    v = cp.arange(1000, dtype=cp.float32)
+    with stream:
+        stream.begin_capture()
+        v *= 2
+        v += 1
+        graph = stream.end_capture()
+    graph.launch(stream)
+    graph.launch(stream)
+    stream.synchronize()
+    yield "graph_launched_twice", digest([v.sum(), v[999]])
 
 
 def jax_checks():
