@@ -257,7 +257,10 @@ static_assert(sizeof(ShareRecord) <= sizeof(CUmemPoolPtrExportData));
 
 CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdeviceptr& out) {
   const char* fn = "cuMemAllocAsync";
-  if (bytes == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "zero size");
+  if (bytes == 0) {  // NVIDIA's driver 580 accepts it and hands out no memory
+    out = 0;
+    return CUDA_SUCCESS;
+  }
   if (bytes > SIZE_MAX - (kPoolAlignment - 1))
     return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "size overflows");
   const std::size_t size = (bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
@@ -386,7 +389,7 @@ CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& b
 
 CUresult pool_free_async(CUdeviceptr p, Stream& s) {
   const char* fn = "cuMemFreeAsync";
-  if (p == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null pointer");
+  if (p == 0) return CUDA_SUCCESS;  // freeing null does nothing (NVIDIA's driver 580)
   State& st = state();
   MemPool* pool = nullptr;
   Block block;
@@ -735,7 +738,8 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
 
 CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
   const char* fn = "cuMemPoolSetAccess";
-  if (count && !map) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor list");
+  // NVIDIA's driver 580 refuses a null list even with a count of 0.
+  if (!map) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor list");
   Core& core = Core::get();
   core::State& st = core::state();
   std::lock_guard lock(st.mutex);
@@ -813,8 +817,8 @@ CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
 
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   const char* fn = "cuDeviceSetMemPool";
-  if (!Core::get().valid_device(dev))
-    return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+  if (!Core::get().valid_device(dev))  // INVALID_VALUE, as NVIDIA's driver 580 answers
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "no such device");
   core::State& st = core::state();
   std::lock_guard lock(st.mutex);
   MemPool* p = core::pool_of(pool);

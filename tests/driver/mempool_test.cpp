@@ -16,6 +16,16 @@ using MemPool = Driver;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
+// Checks of what NVIDIA's driver leaves undefined (null pointers it dereferences, destroyed or
+// freed objects it does not track): cudamux answers them; the oracle run (CUDAMUX_BACKEND=cuda
+// against NVIDIA's driver directly) skips them.
+#define EXPECT_CU_CUDAMUX(expected, call)     \
+  do {                                        \
+    if (::conformance::backend() != "cuda") { \
+      EXPECT_CU(expected, call);              \
+    }                                         \
+  } while (0)
+
 // Reserved memory is exact in cudamux's pools (no sub-allocation); NVIDIA's driver reserves in
 // chunks (32 MiB on an H100), so there it may be more, never less.
 #define EXPECT_RESERVED(actual, expected)     \
@@ -88,16 +98,16 @@ TEST_F(MemPool, DefaultPoolExistsAndIsStable) {
   ASSERT_OK(cuMemPoolGetAccess(&flags, a, &loc));
   EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetDefaultMemPool(nullptr, dev));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuDeviceGetDefaultMemPool(nullptr, dev));
   EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetDefaultMemPool(&c, 9999));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetMemPool(nullptr, dev));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetMemPool(&c, -1));  // NVIDIA 580
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuDeviceGetMemPool(nullptr, dev));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuDeviceGetMemPool(&c, -1));  // NVIDIA 580
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemGetDefaultMemPool(&c, nullptr, CU_MEM_ALLOCATION_TYPE_PINNED));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemGetDefaultMemPool(nullptr, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemGetMemPool(nullptr, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemGetDefaultMemPool(nullptr, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemGetMemPool(nullptr, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
   CUmemLocation bad{CU_MEM_LOCATION_TYPE_DEVICE, 9999};
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemGetDefaultMemPool(&c, &bad, CU_MEM_ALLOCATION_TYPE_PINNED));
@@ -355,12 +365,12 @@ TEST_F(MemPool, AttributesAccountExactly) {
             cuMemPoolSetAttribute(pool, static_cast<CUmemPool_attribute>(99), &zero));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemPoolGetAttribute(pool, static_cast<CUmemPool_attribute>(0), &zero));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, nullptr));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, nullptr));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemPoolGetAttribute(nullptr, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, nullptr));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, nullptr));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemPoolGetAttribute(nullptr, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
 
   // Trimming keeps what is asked (whole blocks) and never touches memory in use.
   ASSERT_OK(cuMemPoolTrimTo(pool, 0));
@@ -373,7 +383,7 @@ TEST_F(MemPool, AttributesAccountExactly) {
   ASSERT_OK(cuMemPoolTrimTo(pool, 0));
   EXPECT_RESERVED(attr64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0u);
   EXPECT_RESERVED(attr64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 3 * kMiB);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolTrimTo(nullptr, 0));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolTrimTo(nullptr, 0));
   ASSERT_OK(cuStreamDestroy_v2(s));
   ASSERT_OK(cuMemPoolDestroy(pool));
 }
@@ -419,7 +429,10 @@ TEST_F(MemPool, SynchronizeReleasesAboveTheThreshold) {
   ASSERT_OK(cuEventCreate(&e, 0));
   ASSERT_OK(cuEventRecord(e, s));
   ASSERT_OK(cuEventSynchronize(e));
-  EXPECT_RESERVED(attr64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), kMiB);
+  // NVIDIA's driver releases whole chunks, which may take the pool below the threshold.
+  if (conformance::backend() != "cuda") {
+    EXPECT_EQ(attr64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), kMiB);
+  }
   ASSERT_OK(cuEventDestroy_v2(e));
   ASSERT_OK(cuStreamDestroy_v2(s));
   ASSERT_OK(cuMemPoolDestroy(pool));
@@ -428,8 +441,8 @@ TEST_F(MemPool, SynchronizeReleasesAboveTheThreshold) {
 TEST_F(MemPool, CreateRefusesInvalidProperties) {
   CUmemoryPool pool = nullptr;
   CUmemPoolProps props = device_props(dev);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(nullptr, &props));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&pool, nullptr));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(nullptr, &props));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&pool, nullptr));
   CUmemPoolProps p = props;
   p.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&pool, &p));
@@ -459,7 +472,7 @@ TEST_F(MemPool, CreateRefusesInvalidProperties) {
   EXPECT_NE(pool, dflt);
   ASSERT_OK(cuMemPoolDestroy(pool));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(pool)) << "destroyed twice";
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(nullptr));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(nullptr));
   cuuint64_t v = 0;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v))
@@ -475,7 +488,8 @@ TEST_F(MemPool, MaxSizeBoundsThePool) {
   ASSERT_OK(cuStreamCreate(&s, 0));
   CUdeviceptr a = 0, b = 0;
   ASSERT_OK(cuMemAllocFromPoolAsync(&a, 2 * kMiB, pool, s));
-  EXPECT_CU(CUDA_ERROR_OUT_OF_MEMORY, cuMemAllocFromPoolAsync(&b, kMiB, pool, s));
+  // NVIDIA's driver 580 rounds the bound up to its chunk size: only cudamux refuses here.
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_OUT_OF_MEMORY, cuMemAllocFromPoolAsync(&b, kMiB, pool, s));
   ASSERT_OK(cuMemFreeAsync(a, s));
   ASSERT_OK(cuMemAllocFromPoolAsync(&b, 2 * kMiB, pool, s));
   ASSERT_OK(cuMemFreeAsync(b, s));
@@ -505,11 +519,11 @@ TEST_F(MemPool, AllocFromPoolAsync) {
   ASSERT_OK(cuMemcpyDtoHAsync_v2(out.data(), b, out.size(), s));
   ASSERT_OK(cuStreamSynchronize(s));
   EXPECT_EQ(in, out);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(&a, 16, nullptr, s));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(&a, 16, nullptr, s));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemAllocFromPoolAsync(&a, 16, reinterpret_cast<CUmemoryPool>(0x12345678c8), s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(nullptr, 16, pool, s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(&a, 0, pool, s));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(nullptr, 16, pool, s));
+  EXPECT_CU(CUDA_SUCCESS, cuMemAllocFromPoolAsync(&a, 0, pool, s));  // as NVIDIA 580
   ASSERT_OK(cuMemFreeAsync(a, s));
   ASSERT_OK(cuMemFreeAsync(b, s));
   ASSERT_OK(cuStreamSynchronize(s));
@@ -566,13 +580,13 @@ TEST_F(MemPool, CurrentPoolOfTheDevice) {
   ASSERT_OK(cuDeviceGetMemPool(&current, dev));
   EXPECT_EQ(current, dflt);
 
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceSetMemPool(dev, nullptr));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceSetMemPool(dev, pool)) << "a destroyed pool";
-  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceSetMemPool(9999, dflt));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuDeviceSetMemPool(dev, nullptr));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuDeviceSetMemPool(dev, pool));  // destroyed
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceSetMemPool(9999, dflt));
   CUmemLocation bad{CU_MEM_LOCATION_TYPE_INVALID, 0};
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetMemPool(&bad, CU_MEM_ALLOCATION_TYPE_PINNED, dflt));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemSetMemPool(nullptr, CU_MEM_ALLOCATION_TYPE_PINNED, dflt));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemSetMemPool(nullptr, CU_MEM_ALLOCATION_TYPE_PINNED, dflt));
   ASSERT_OK(cuStreamDestroy_v2(s));
 }
 
@@ -584,7 +598,7 @@ TEST_F(MemPool, SetAndGetAccess) {
   desc.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev};
   desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   ASSERT_OK(cuMemPoolSetAccess(pool, &desc, 1));
-  ASSERT_OK(cuMemPoolSetAccess(pool, nullptr, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, nullptr, 0));
   CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
   ASSERT_OK(cuMemPoolGetAccess(&flags, pool, &desc.location));
   EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
@@ -598,10 +612,10 @@ TEST_F(MemPool, SetAndGetAccess) {
   bad = desc;
   bad.flags = static_cast<CUmemAccess_flags>(2);
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, &bad, 1));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, nullptr, 1));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(nullptr, &desc, 1));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolGetAccess(nullptr, pool, &desc.location));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolGetAccess(&flags, pool, nullptr));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, nullptr, 1));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(nullptr, &desc, 1));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolGetAccess(nullptr, pool, &desc.location));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolGetAccess(&flags, pool, nullptr));
   CUmemLocation nowhere{CU_MEM_LOCATION_TYPE_DEVICE, 9999};
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolGetAccess(&flags, pool, &nowhere));
   int count = 0;
@@ -615,6 +629,9 @@ TEST_F(MemPool, SetAndGetAccess) {
 }
 
 TEST_F(MemPool, ExportAndImportWithinTheProcess) {
+  CUDAMUX_KNOWN_DIFFERENCE("cuda",
+                           "NVIDIA's driver 580 keeps in-process imports tied to the exporter "
+                           "(destroying an imported pool is refused); cudamux's pools differ");
   CUmemoryPool pool = nullptr, imported = nullptr, dflt = nullptr;
   CUmemPoolProps props = device_props(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   ASSERT_OK(cuMemPoolCreate(&pool, &props));
@@ -663,21 +680,21 @@ TEST_F(MemPool, ExportAndImportWithinTheProcess) {
   EXPECT_CU(
       CUDA_ERROR_INVALID_VALUE,
       cuMemPoolExportToShareableHandle(&other, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1));
-  EXPECT_CU(
+  EXPECT_CU_CUDAMUX(
       CUDA_ERROR_INVALID_VALUE,
       cuMemPoolExportToShareableHandle(nullptr, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   CUmemoryPool none = nullptr;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuMemPoolImportFromShareableHandle(&none, reinterpret_cast<void*>(intptr_t{-1}),
                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemPoolImportFromShareableHandle(nullptr,
-                                               reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
-                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemPoolImportFromShareableHandle(
+                        nullptr, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   CUmemPoolPtrExportData junk{};
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolImportPointer(&b, imported, &junk));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolImportPointer(nullptr, imported, &data));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolExportPointer(nullptr, a));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolImportPointer(nullptr, imported, &data));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemPoolExportPointer(nullptr, a));
 
   close(fd);
   ASSERT_OK(cuMemPoolDestroy(imported));
@@ -696,7 +713,7 @@ TEST_F(MemPool, FreesAcrossAllocators) {
   ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
   ASSERT_OK(cuMemsetD8Async(plain, 1, 4096, s));
   ASSERT_OK(cuMemFreeAsync(plain, s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree_v2(plain)) << "already freed (in stream order)";
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemFree_v2(plain));  // freed in stream order
   gate.release();
   ASSERT_OK(cuStreamSynchronize(s));
 
@@ -717,9 +734,9 @@ TEST_F(MemPool, ErrorCases) {
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, 0));
   CUdeviceptr d = 0;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAllocAsync(nullptr, 16, s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAllocAsync(&d, 0, s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(0, s));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemAllocAsync(nullptr, 16, s));
+  EXPECT_CU(CUDA_SUCCESS, cuMemAllocAsync(&d, 0, s));  // accepted by NVIDIA's driver 580
+  EXPECT_CU(CUDA_SUCCESS, cuMemFreeAsync(0, s));
   int host = 0;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(&host), s));
   ASSERT_OK(cuMemAllocAsync(&d, 256, s));
