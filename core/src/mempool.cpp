@@ -747,13 +747,17 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
   for (size_t i = 0; i < count; ++i) {  // all checked before any applies
     const CUmemAccessDesc& d = map[i];
-    if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE || !core.valid_device(d.location.id))
+    // NVIDIA's driver 580 answers a bad device, and revoking the pool's own device's access,
+    // with INVALID_DEVICE.
+    if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
+    if (!core.valid_device(d.location.id))
+      return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
     if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
         d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown access flags");
     if (d.location.id == p->device && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-      return reject(CUDA_ERROR_INVALID_VALUE, fn,
+      return reject(CUDA_ERROR_INVALID_DEVICE, fn,
                     "the pool's own device always has read-write access");
     if (d.location.id != p->device && d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
         !core.backend().devices().can_access_peer(core.backend_ordinal(d.location.id),

@@ -520,8 +520,9 @@ TEST_F(MemPool, AllocFromPoolAsync) {
   ASSERT_OK(cuStreamSynchronize(s));
   EXPECT_EQ(in, out);
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(&a, 16, nullptr, s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemAllocFromPoolAsync(&a, 16, reinterpret_cast<CUmemoryPool>(0x12345678c8), s));
+  EXPECT_CU_CUDAMUX(
+      CUDA_ERROR_INVALID_VALUE,
+      cuMemAllocFromPoolAsync(&a, 16, reinterpret_cast<CUmemoryPool>(0x12345678c8), s));
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemAllocFromPoolAsync(nullptr, 16, pool, s));
   EXPECT_CU(CUDA_SUCCESS, cuMemAllocFromPoolAsync(&a, 0, pool, s));  // as NVIDIA 580
   ASSERT_OK(cuMemFreeAsync(a, s));
@@ -604,11 +605,11 @@ TEST_F(MemPool, SetAndGetAccess) {
   EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
   CUmemAccessDesc revoke = desc;
   revoke.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, &revoke, 1))
-      << "the pool's own device keeps read-write access";
+  // The pool's own device keeps read-write access (INVALID_DEVICE, as NVIDIA's driver 580).
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuMemPoolSetAccess(pool, &revoke, 1));
   CUmemAccessDesc bad = desc;
   bad.location.id = 9999;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, &bad, 1));
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuMemPoolSetAccess(pool, &bad, 1));
   bad = desc;
   bad.flags = static_cast<CUmemAccess_flags>(2);
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool, &bad, 1));
@@ -724,8 +725,10 @@ TEST_F(MemPool, FreesAcrossAllocators) {
   ASSERT_OK(cuMemAllocFromPoolAsync(&a, kMiB, pool, s));
   EXPECT_EQ(attr64(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), kMiB);
   ASSERT_OK(cuMemFree_v2(a));
-  EXPECT_EQ(attr64(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(a, s)) << "freed twice";
+  if (conformance::backend() != "cuda") {  // NVIDIA's driver 580 updates it later
+    EXPECT_EQ(attr64(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  }
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(a, s));  // freed twice
   ASSERT_OK(cuMemPoolDestroy(pool));
   ASSERT_OK(cuStreamDestroy_v2(s));
 }
@@ -738,10 +741,12 @@ TEST_F(MemPool, ErrorCases) {
   EXPECT_CU(CUDA_SUCCESS, cuMemAllocAsync(&d, 0, s));  // accepted by NVIDIA's driver 580
   EXPECT_CU(CUDA_SUCCESS, cuMemFreeAsync(0, s));
   int host = 0;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(&host), s));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(&host), s));
   ASSERT_OK(cuMemAllocAsync(&d, 256, s));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(d + 16, s)) << "not the base";
-  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemFreeAsync(d, reinterpret_cast<CUstream>(0x1234567c2)));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(d + 16, s));  // not the base
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_HANDLE,
+                    cuMemFreeAsync(d, reinterpret_cast<CUstream>(0x1234567c2)));
   ASSERT_OK(cuMemFreeAsync(d, s));
   ASSERT_OK(cuStreamSynchronize(s));
   ASSERT_OK(cuStreamDestroy_v2(s));
