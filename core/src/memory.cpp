@@ -318,7 +318,9 @@ void free_graph_memory(CUdeviceptr ptr, unsigned long long buffer_id) noexcept {
     a = it->second;
     core.allocations.erase(it);
   }
-  quiesce_all_contexts();  // work queued anywhere may still use it
+  // Runs under graph_mutex(), which destroy_context takes inside context_lifetime_mutex: so
+  // only the owning context's queues are waited for here, not every context's (quiesce).
+  (void)a.ctx->impl->synchronize();
   (void)a.ctx->impl->free(reinterpret_cast<void*>(ptr));
 }
 
