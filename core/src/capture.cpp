@@ -355,7 +355,11 @@ void abandon_stream_capture(Stream& s) noexcept {
     (void)end_session(c, false);
     return;
   }
-  invalidate(c, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "cuStreamDestroy");
+  // A forked stream may go once its work is joined back into the origin (NVIDIA's
+  // graphMemoryNodes sample destroys one mid-capture); unjoined work could never be joined now.
+  StreamCapture* origin = c.origin->capture.load(std::memory_order_acquire);
+  if (!origin || !joined(sc->deps, origin->deps))
+    invalidate(c, CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "cuStreamDestroy");
   std::erase(c.streams, &s);
   leave(s);
 }

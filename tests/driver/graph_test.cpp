@@ -1164,4 +1164,33 @@ TEST_F(Graph, MemoryNodesAndCapturedStreamOrderedAllocations) {
   ASSERT_OK(cuGraphDestroy(g));
 }
 
+TEST_F(Graph, AForkedStreamJoinedBackMayBeDestroyedDuringTheCapture) {
+  // NVIDIA's graphMemoryNodes sample does this.
+  CUstream side = nullptr;
+  ASSERT_OK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+  CUevent fork = nullptr, back = nullptr;
+  ASSERT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+  ASSERT_OK(cuEventCreate(&back, CU_EVENT_DISABLE_TIMING));
+  ASSERT_OK(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_OK(cuEventRecord(fork, stream));
+  ASSERT_OK(cuStreamWaitEvent(side, fork, 0));
+  ASSERT_OK(cuMemsetD32Async(buf, 3, kN, side));
+  ASSERT_OK(cuEventRecord(back, side));
+  ASSERT_OK(cuStreamWaitEvent(stream, back, 0));
+  ASSERT_OK(cuStreamDestroy_v2(side));
+  CUgraph g = nullptr;
+  ASSERT_OK(cuStreamEndCapture(stream, &g));
+  size_t n = 0;
+  ASSERT_OK(cuGraphGetNodes(g, nullptr, &n));
+  EXPECT_EQ(1u, n);
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  launch_and_wait(x);
+  EXPECT_TRUE(all_equal(read_back(), 3));
+  ASSERT_OK(cuGraphExecDestroy(x));
+  ASSERT_OK(cuGraphDestroy(g));
+  ASSERT_OK(cuEventDestroy_v2(fork));
+  ASSERT_OK(cuEventDestroy_v2(back));
+}
+
 }  // namespace
