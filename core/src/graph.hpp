@@ -216,6 +216,10 @@ CUresult prepare_fill(const CUDA_MEMSET_NODE_PARAMS& p, CUcontext ctx, FillParam
 // Validates a memory allocation node's parameters and allocates its memory (its address is
 // fixed for the node's life, as CUDA's is); writes p.dptr.
 CUresult prepare_alloc(CUDA_MEM_ALLOC_NODE_PARAMS& p, AllocParams& out, const char* fn);
+// Whether `p` is the base of memory a graph node allocated. A free of it outside the graph
+// (cuMemFree, cuMemFreeAsync) only ends the program's use: the nodes keep the memory, which
+// the graph's next launch allocates again at the same address in CUDA.
+[[nodiscard]] bool is_graph_memory(CUdeviceptr p) noexcept;
 // A free node may free only memory a graph allocated.
 CUresult prepare_free(CUdeviceptr p, const char* fn);
 CUresult capture_mem_alloc(Stream& s, std::size_t bytes, CUdeviceptr& out, const char* fn);

@@ -86,6 +86,12 @@ CUresult prepare_alloc(CUDA_MEM_ALLOC_NODE_PARAMS& p, AllocParams& out, const ch
   return CUDA_SUCCESS;
 }
 
+bool is_graph_memory(CUdeviceptr p) noexcept {
+  std::lock_guard lock(graph_mutex());
+  const auto it = live_allocations().find(p);
+  return it != live_allocations().end() && !it->second.expired();
+}
+
 CUresult prepare_free(CUdeviceptr p, const char* fn) {
   const auto it = live_allocations().find(p);
   if (it == live_allocations().end() || it->second.expired())

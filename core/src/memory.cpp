@@ -385,7 +385,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (CUresult r = core::unsafe_call("cuMemFree")) return r;  // issue 16: not while capturing
-  if (dptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as with CUDA
+  if (dptr == 0) return CUDA_SUCCESS;                    // freeing null is a no-op, as with CUDA
+  if (core::is_graph_memory(dptr)) return CUDA_SUCCESS;  // issue 16: the graph keeps it
   // Pool memory (cuMemAllocAsync) may be freed here too; that synchronizes (mempool.cpp).
   if (CUresult r = CUDA_SUCCESS; core::pool_free_sync(dptr, r)) return r;
   Core& core = Core::get();

@@ -389,7 +389,8 @@ CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& b
 
 CUresult pool_free_async(CUdeviceptr p, Stream& s) {
   const char* fn = "cuMemFreeAsync";
-  if (p == 0) return CUDA_SUCCESS;  // freeing null does nothing (NVIDIA's driver 580)
+  if (p == 0) return CUDA_SUCCESS;              // freeing null does nothing (NVIDIA's driver 580)
+  if (is_graph_memory(p)) return CUDA_SUCCESS;  // graph memory: the graph keeps it
   State& st = state();
   MemPool* pool = nullptr;
   Block block;

@@ -1193,4 +1193,36 @@ TEST_F(Graph, AForkedStreamJoinedBackMayBeDestroyedDuringTheCapture) {
   ASSERT_OK(cuEventDestroy_v2(back));
 }
 
+TEST_F(Graph, GraphMemoryFreedOutsideTheGraphComesBackAtTheNextLaunch) {
+  // NVIDIA's graphMemoryNodes sample: the allocation leaves the graph (no free node), the
+  // program frees it, and launches the graph again.
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS a{};
+  a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  a.poolProps.location.id = dev;
+  a.bytesize = kN * sizeof(int);
+  CUgraphNode alloc, set;
+  ASSERT_OK(cuGraphAddMemAllocNode(&alloc, g, nullptr, 0, &a));
+  const CUDA_MEMSET_NODE_PARAMS m = memset_params(a.dptr, 6);
+  ASSERT_OK(cuGraphAddMemsetNode(&set, g, &alloc, 1, &m, ctx));
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  for (int round = 0; round < 2; ++round) {
+    launch_and_wait(x);
+    std::vector<int> host(kN, 0);
+    ASSERT_OK(cuMemcpyDtoH_v2(host.data(), a.dptr, kN * sizeof(int)));
+    EXPECT_TRUE(all_equal(host, 6)) << round;
+    if (round == 0) {
+      ASSERT_OK(cuMemFree_v2(a.dptr));
+    } else {
+      ASSERT_OK(cuMemFreeAsync(a.dptr, stream));
+      ASSERT_OK(cuStreamSynchronize(stream));
+    }
+  }
+  ASSERT_OK(cuGraphExecDestroy(x));
+  ASSERT_OK(cuGraphDestroy(g));
+}
+
 }  // namespace
