@@ -16,6 +16,8 @@
 //    any change to this file and checked when a plugin is loaded.
 #pragma once
 
+#include <cuda.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -26,8 +28,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <cuda.h>
 
 namespace spdlog {
 class logger;
@@ -48,7 +48,10 @@ namespace cudamux::backend {
 //    Backend::virtual_memory (VirtualMemory), Backend::native_host_function,
 //    Backend::advise, Queue::prefetch (managed memory hints)
 // 8: NativeGraph, Queue::capture_graph / launch_graph (CUDA graphs run by the device; issue 16)
-inline constexpr std::uint32_t kAbiVersion = 8;
+// 9: issue 17: Images (arrays, texture and surface objects) and CopyDesc array ends;
+//    Queue::wait_value / write_value (stream memory operations); DeviceContext IPC, peer
+//    access and link; Devices::p2p_attribute
+inline constexpr std::uint32_t kAbiVersion = 9;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -69,8 +72,8 @@ inline constexpr Status kOk{};
 struct PluginHost {
   std::uint32_t abi_version = kAbiVersion;
   std::shared_ptr<spdlog::logger> logger;  // never null
-  const toml::table* config = nullptr;     // the plugin's own table ([mock], [hip], ...), may be null
-  std::string config_source;               // file the table came from, for error messages
+  const toml::table* config = nullptr;  // the plugin's own table ([mock], [hip], ...), may be null
+  std::string config_source;            // file the table came from, for error messages
 };
 
 // Where a pointer lives; the core knows this from its allocation registry and tells
@@ -97,17 +100,25 @@ struct CopyDesc {
   std::size_t src_pitch = 0;
   std::size_t dst_slice = 0;  // bytes between 2D slices
   std::size_t src_slice = 0;
+  // An end inside a CUDA array (an Images::create_array handle; 0: linear memory): the box
+  // starts at byte x_bytes of row y of slice z (z is the layer, or 6 * layer + face, for
+  // layered and cubemap arrays), and that end's pointer, pitch and slice are unused. Only
+  // for a backend with Backend::images(); the core has checked the box against the array.
+  std::uint64_t dst_array = 0;
+  std::uint64_t src_array = 0;
+  std::size_t dst_x_bytes = 0, dst_y = 0, dst_z = 0;
+  std::size_t src_x_bytes = 0, src_y = 0, src_z = 0;
 };
 
 // A 2D fill of elements of 1, 2 or 4 bytes (cuMemsetD8/D16/D32 and their 2D forms).
 struct FillDesc {
   void* dst = nullptr;
   MemKind dst_kind = MemKind::device;
-  std::uint32_t value = 0;       // low elem_size bytes are used
-  unsigned elem_size = 1;        // 1, 2 or 4
-  std::size_t width_elems = 0;   // elements per row
+  std::uint32_t value = 0;      // low elem_size bytes are used
+  unsigned elem_size = 1;       // 1, 2 or 4
+  std::size_t width_elems = 0;  // elements per row
   std::size_t height = 1;
-  std::size_t pitch = 0;         // bytes between rows
+  std::size_t pitch = 0;  // bytes between rows
 };
 
 struct DeviceProperties {
@@ -142,19 +153,20 @@ class ErrorDomain {
 // CUDA compile options, parsed and validated by the core (unknown options never
 // reach a backend). Backends honour what means something to them.
 struct CompileOptions {
-  int arch = 0;                   // 90 for compute_90 / sm_90; 0: the backend's default
-  bool real_arch = false;         // sm_XX (a CUBIN was asked for) rather than compute_XX
-  bool fmad = true;               // --fmad=false: no FMA contraction
-  bool device_debug = false;      // -G
-  bool line_info = false;         // -lineinfo
-  bool default_device = false;    // -default-device: unannotated functions are __device__
-  bool relocatable = false;       // -rdc=true / -dc
-  std::string std;                // "c++17", "c++20", ...; empty: the default
+  int arch = 0;                 // 90 for compute_90 / sm_90; 0: the backend's default
+  bool real_arch = false;       // sm_XX (a CUBIN was asked for) rather than compute_XX
+  bool fmad = true;             // --fmad=false: no FMA contraction
+  bool device_debug = false;    // -G
+  bool line_info = false;       // -lineinfo
+  bool default_device = false;  // -default-device: unannotated functions are __device__
+  bool relocatable = false;     // -rdc=true / -dc
+  std::string std;              // "c++17", "c++20", ...; empty: the default
   std::vector<std::pair<std::string, std::string>> defines;  // -D name[=value] (value may be empty)
-  std::vector<std::string> undefines;                       // -U name
-  std::vector<std::string> include_paths;                   // -I / --include-path, in order
-  std::vector<std::string> pre_includes;                    // --pre-include
-  std::vector<std::string> extra;  // accepted options with no meaning for any backend so far, verbatim
+  std::vector<std::string> undefines;                        // -U name
+  std::vector<std::string> include_paths;                    // -I / --include-path, in order
+  std::vector<std::string> pre_includes;                     // --pre-include
+  std::vector<std::string>
+      extra;  // accepted options with no meaning for any backend so far, verbatim
 };
 
 struct CompileRequest {
@@ -247,7 +259,8 @@ class Module {
   // Function by name; nullptr when the module has none of that name. Owned by the module.
   [[nodiscard]] virtual Function* function(std::string_view name) noexcept = 0;
   // A __device__ / __constant__ variable: device address and size; not found -> false.
-  [[nodiscard]] virtual bool global(std::string_view name, void*& address, std::size_t& bytes) noexcept = 0;
+  [[nodiscard]] virtual bool global(std::string_view name, void*& address,
+                                    std::size_t& bytes) noexcept = 0;
   // Every function name, for diagnostics and cuModuleEnumerateFunctions.
   [[nodiscard]] virtual std::vector<std::string_view> function_names() const = 0;
 };
@@ -280,8 +293,8 @@ struct LaunchDesc {
   Function* function = nullptr;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
-  unsigned shared_bytes = 0;       // dynamic shared memory
-  const void* args = nullptr;      // packed per Function::params(); valid only during launch()
+  unsigned shared_bytes = 0;   // dynamic shared memory
+  const void* args = nullptr;  // packed per Function::params(); valid only during launch()
   std::size_t args_size = 0;
   bool cooperative = false;
   // Thread block cluster dimensions (cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION),
@@ -298,8 +311,20 @@ class Devices {
   // Value of any CU_DEVICE_ATTRIBUTE_*; not_supported() for attributes it cannot answer.
   virtual Status attribute(int ordinal, CUdevice_attribute attr, int& value) const = 0;
   // Free and total bytes of device memory on `ordinal`.
-  virtual Status memory_info(int ordinal, std::size_t& free_bytes, std::size_t& total_bytes) const = 0;
+  virtual Status memory_info(int ordinal, std::size_t& free_bytes,
+                             std::size_t& total_bytes) const = 0;
   [[nodiscard]] virtual bool can_access_peer(int ordinal, int peer) const noexcept = 0;
+  // cuDeviceGetP2PAttribute for two distinct valid ordinals. false: the backend has no answer
+  // of its own and the core derives one from can_access_peer.
+  virtual bool p2p_attribute(int ordinal, int peer, CUdevice_P2PAttribute attr, int& value,
+                             Status& status) const {
+    (void)ordinal;
+    (void)peer;
+    (void)attr;
+    (void)value;
+    (void)status;
+    return false;
+  }
 };
 
 // An executable graph the device runs itself (NVIDIA's CUgraphExec), made by
@@ -312,7 +337,8 @@ class NativeGraph {
 class Event {
  public:
   virtual ~Event() = default;
-  virtual Status query() = 0;        // ok when the last record completed (or never recorded), else not_ready
+  virtual Status
+  query() = 0;  // ok when the last record completed (or never recorded), else not_ready
   virtual Status synchronize() = 0;  // blocks until the last record completed
   // Milliseconds from `start`'s last completed record to this event's; both must be
   // completed and created with timing enabled (the core checks flags and states).
@@ -370,7 +396,31 @@ class Queue {
     (void)graph;
     return kOk;  // never called: capture_graph made no graph
   }
-
+  // Stream memory operations (cuStreamWaitValue32/64, cuStreamWriteValue32/64 and
+  // cuStreamBatchMemOp; issue 17). `addr` is device-visible memory the core has validated and
+  // `bytes` is 4 or 8. wait_value: later work on this queue waits until the value at addr
+  // satisfies the CU_STREAM_WAIT_VALUE_* condition in `flags` against `value` (the host,
+  // another queue or a kernel may write it). write_value: stores `value` in stream order
+  // (flags: CU_STREAM_WRITE_VALUE_*). false: the backend has none (the core answers
+  // CUDA_ERROR_NOT_SUPPORTED); else `status` holds the outcome.
+  virtual bool wait_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                          Status& status) {
+    (void)addr;
+    (void)bytes;
+    (void)value;
+    (void)flags;
+    (void)status;
+    return false;
+  }
+  virtual bool write_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                           Status& status) {
+    (void)addr;
+    (void)bytes;
+    (void)value;
+    (void)flags;
+    (void)status;
+    return false;
+  }
 };
 
 // Per-device execution state; one per CUDA context.
@@ -391,7 +441,8 @@ class DeviceContext {
   virtual Status host_device_pointer(void* host, void** device) = 0;
 
   // flags: CU_STREAM_*; priority already clamped by the core to the device's range.
-  virtual Status create_queue(unsigned cu_stream_flags, int priority, std::unique_ptr<Queue>& out) = 0;
+  virtual Status create_queue(unsigned cu_stream_flags, int priority,
+                              std::unique_ptr<Queue>& out) = 0;
   // flags: CU_EVENT_* (the core validates them).
   virtual Status create_event(unsigned cu_event_flags, std::unique_ptr<Event>& out) = 0;
   virtual Status synchronize() = 0;  // all queues of this context
@@ -417,6 +468,100 @@ class DeviceContext {
     (void)status;
     return false;
   }
+
+  // Peer access (cuCtxEnablePeerAccess / cuCtxDisablePeerAccess): this context's kernels and
+  // copies may reach `peer`'s device memory. The core validates and records it; a device that
+  // shares one address space with its peers has nothing to do.
+  virtual Status enable_peer_access(DeviceContext& peer) {
+    (void)peer;
+    return kOk;
+  }
+  virtual Status disable_peer_access(DeviceContext& peer) {
+    (void)peer;
+    return kOk;
+  }
+
+  // IPC (issue 17). Memory: a handle for the device allocation [base, base+bytes) (from
+  // allocate) that another process opens with ipc_open_memory (flags:
+  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), getting its own address and the size; ipc_close_memory
+  // unmaps what ipc_open_memory mapped. Events: a handle for an event created with
+  // CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING; the opened event sees the exporter's
+  // records. false: the backend has no IPC (the core answers CUDA_ERROR_NOT_SUPPORTED);
+  // else `status` holds the outcome.
+  virtual bool ipc_export_memory(void* base, std::size_t bytes, CUipcMemHandle& out,
+                                 Status& status) {
+    (void)base;
+    (void)bytes;
+    (void)out;
+    (void)status;
+    return false;
+  }
+  virtual bool ipc_open_memory(const CUipcMemHandle& handle, unsigned flags, void** out,
+                               std::size_t& bytes, Status& status) {
+    (void)handle;
+    (void)flags;
+    (void)out;
+    (void)bytes;
+    (void)status;
+    return false;
+  }
+  virtual bool ipc_close_memory(void* ptr, Status& status) {
+    (void)ptr;
+    (void)status;
+    return false;
+  }
+  virtual bool ipc_export_event(Event& event, CUipcEventHandle& out, Status& status) {
+    (void)event;
+    (void)out;
+    (void)status;
+    return false;
+  }
+  virtual bool ipc_open_event(const CUipcEventHandle& handle, std::unique_ptr<Event>& out,
+                              Status& status) {
+    (void)handle;
+    (void)out;
+    (void)status;
+    return false;
+  }
+
+  // cuLinkCreate ... cuLinkComplete: links `inputs` (kinds from Backend::image_kinds(), plus
+  // PTX and cubins for a device that links them) into one image that load_module takes,
+  // written to `out`; `log` receives the linker's messages. false: the backend cannot link
+  // (the core answers CUDA_ERROR_NOT_SUPPORTED); else `status` holds the outcome.
+  virtual bool link(const std::vector<ModuleImage>& inputs, std::vector<unsigned char>& out,
+                    std::string& log, Status& status) {
+    (void)inputs;
+    (void)out;
+    (void)log;
+    (void)status;
+    return false;
+  }
+};
+
+// CUDA arrays, texture and surface objects (issue 17). The core validates descriptors against
+// CUDA's rules, keeps CUarray / CUmipmappedArray handles and their descriptors, and answers the
+// Get* calls; the backend owns the storage and the objects kernels use. Array copies reach
+// Queue::copy as CopyDesc array ends.
+class Images {
+ public:
+  virtual ~Images() = default;
+  // A CUDA array on `ordinal`; mip_levels 0 for a plain array, else a mipmapped array of that
+  // many levels. The handle is the backend's own.
+  virtual Status create_array(int ordinal, const CUDA_ARRAY3D_DESCRIPTOR& desc, unsigned mip_levels,
+                              std::uint64_t& handle) = 0;
+  virtual Status destroy_array(std::uint64_t handle) = 0;
+  // Level `level` of a mipmapped array as an array handle, valid while the mipmapped array is.
+  virtual Status mip_level(std::uint64_t mipmapped, unsigned level,
+                           std::uint64_t& level_handle) = 0;
+  // A texture object over `resource` (CUarray / CUmipmappedArray fields hold create_array
+  // handles, pointers are device pointers). `object` is what kernels receive as CUtexObject.
+  virtual Status create_texture(const CUDA_RESOURCE_DESC& resource,
+                                const CUDA_TEXTURE_DESC& texture,
+                                const CUDA_RESOURCE_VIEW_DESC* view, std::uint64_t& object) = 0;
+  virtual Status destroy_texture(std::uint64_t object) = 0;
+  // A surface object over an array created with CUDA_ARRAY3D_SURFACE_LDST.
+  virtual Status create_surface(const CUDA_RESOURCE_DESC& resource, std::uint64_t& object) = 0;
+  virtual Status destroy_surface(std::uint64_t object) = 0;
 };
 
 // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...). The core checks
@@ -461,7 +606,8 @@ class Backend {
   [[nodiscard]] virtual const ErrorDomain& errors() const noexcept = 0;
   [[nodiscard]] virtual Devices& devices() noexcept = 0;
   // flags: CU_CTX_* as given to cuCtxCreate / primary-context flags.
-  virtual Status open_context(int ordinal, unsigned cu_ctx_flags, std::unique_ptr<DeviceContext>& out) = 0;
+  virtual Status open_context(int ordinal, unsigned cu_ctx_flags,
+                              std::unique_ptr<DeviceContext>& out) = 0;
   // The backend's compiler for NVRTC; nullptr when it has none.
   [[nodiscard]] virtual Compiler* compiler() noexcept = 0;
   // Whether LaunchDesc::cluster above 1x1x1 runs as thread block clusters. The core answers
@@ -481,6 +627,9 @@ class Backend {
   // Virtual memory management; nullptr when the backend has none (the core answers
   // CUDA_ERROR_NOT_SUPPORTED for every cuMem* VMM call then).
   [[nodiscard]] virtual VirtualMemory* virtual_memory() noexcept { return nullptr; }
+  // Arrays, textures and surfaces; nullptr when the backend has none (the core answers
+  // CUDA_ERROR_NOT_SUPPORTED for those calls then).
+  [[nodiscard]] virtual Images* images() noexcept { return nullptr; }
   // cuMemAdvise of managed memory (validated and recorded by the core; the location in the
   // backend's numbering): for a backend whose placement it can steer.
   virtual Status advise(std::uintptr_t ptr, std::size_t bytes, CUmem_advise advice,

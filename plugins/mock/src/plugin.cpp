@@ -11,6 +11,7 @@
 #include "config.hpp"
 #include "cudamux/backend.hpp"
 #include "faults.hpp"
+#include "images.hpp"
 #include "kernels.hpp"
 #include "memory.hpp"
 #include "queue.hpp"
@@ -319,6 +320,7 @@ class MockBackend final : public be::Backend {
     return faults_->any() ? static_cast<be::Compiler*>(&fault_compiler_) : &compiler_;
   }
   [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return &vmm_; }
+  [[nodiscard]] be::Images* images() noexcept override { return &images_; }
 
  private:
   MockErrors errors_;
@@ -329,6 +331,9 @@ class MockBackend final : public be::Backend {
   MockCompiler compiler_;
   std::shared_ptr<Faults> faults_;
   FaultCompiler fault_compiler_;
+  MockImages images_{[this](int ordinal) -> DeviceArena* {
+    return devices_.valid(ordinal) ? &devices_.arena(ordinal) : nullptr;
+  }};
 };
 
 std::array<unsigned char, 16> device_uuid(int ordinal) {
