@@ -14,6 +14,7 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
@@ -972,6 +973,251 @@ CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramO
   Function* f = nullptr;
   if (CUresult r = core::kernel_function(*k, nullptr, f, "cuKernelGetParamInfo")) return r;
   return param_info(*f, paramIndex, paramOffset, paramSize, "cuKernelGetParamInfo");
+}
+
+}  // namespace cudamux::impl
+
+// --- linker (cuLink*): inputs are kept by the state and linked by the context's backend ---
+
+namespace cudamux::core {
+namespace {
+
+struct LinkState {
+  CUcontext ctx = nullptr;  // looked up again when linking: the context may be gone
+  JitOptions jit;           // CUDA: output option values must stay valid for the state's life
+  std::vector<std::vector<unsigned char>> storage;
+  std::vector<backend::ModuleImage> inputs;
+  std::vector<unsigned char> output;
+};
+
+std::set<LinkState*> g_link_states;  // live states; guarded by g_registry
+
+CUresult link_state_of(CUlinkState h, LinkState*& out, const char* fn) {
+  auto* s = reinterpret_cast<LinkState*>(h);
+  if (!s || g_link_states.count(s) == 0)
+    return reject(CUDA_ERROR_INVALID_HANDLE, fn, "not a live CUlinkState");
+  out = s;
+  return CUDA_SUCCESS;
+}
+
+// The JIT options a linker gets: all but those the core answers (log buffers, wall time).
+std::vector<std::pair<CUjit_option, void*>> linker_options(const JitOptions& o) {
+  std::vector<std::pair<CUjit_option, void*>> out;
+  for (unsigned i = 0; i < o.count; ++i) {
+    switch (o.options[i]) {
+      case CU_JIT_WALL_TIME:
+      case CU_JIT_INFO_LOG_BUFFER:
+      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+      case CU_JIT_ERROR_LOG_BUFFER:
+      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+      case CU_JIT_LOG_VERBOSE:
+        break;
+      default:
+        out.emplace_back(o.options[i], o.values[i]);
+    }
+  }
+  return out;
+}
+
+// Writes `text` into the program's log buffer option `which` (info or error), as the driver's
+// linker does, with the size option updated to the bytes written.
+void fill_link_log(const JitOptions& o, CUjit_option which, const std::string& text) {
+  const CUjit_option size_opt = which == CU_JIT_INFO_LOG_BUFFER
+                                    ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES
+                                    : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+  char* buf = nullptr;
+  std::size_t cap = 0;
+  for (unsigned i = 0; i < o.count; ++i) {
+    if (o.options[i] == which) buf = static_cast<char*>(o.values[i]);
+    if (o.options[i] == size_opt)
+      cap = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(o.values[i]));
+  }
+  if (!buf || cap == 0) return;
+  const std::size_t n = std::min(text.size(), cap - 1);
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+  for (unsigned i = 0; i < o.count; ++i)
+    if (o.options[i] == size_opt)
+      o.values[i] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(n + 1));
+}
+
+CUresult link_add(LinkState& s, CUjitInputType type, const void* data, std::size_t size,
+                  const char* fn) {
+  Core& core = Core::get();
+  backend::ModuleImage image;
+  switch (type) {
+    case CU_JIT_INPUT_CUBIN:
+    case CU_JIT_INPUT_PTX:
+    case CU_JIT_INPUT_FATBINARY: {
+      std::string why;
+      if (classify_image(data, image, why) != CUDA_SUCCESS)
+        return reject(type == CU_JIT_INPUT_PTX ? CUDA_ERROR_INVALID_PTX : CUDA_ERROR_INVALID_IMAGE,
+                      fn, ("malformed input: " + why).c_str());
+      const bool wanted_text = type == CU_JIT_INPUT_PTX;
+      const bool is_text =
+          image.kind == backend::ImageKind::ptx || image.kind == backend::ImageKind::native;
+      if (type == CU_JIT_INPUT_FATBINARY && image.kind != backend::ImageKind::nvidia_fatbin)
+        return reject(CUDA_ERROR_INVALID_IMAGE, fn,
+                      "CU_JIT_INPUT_FATBINARY input is no fat binary");
+      if (wanted_text && !is_text)
+        return reject(CUDA_ERROR_INVALID_PTX, fn, "CU_JIT_INPUT_PTX input is not PTX text");
+      break;
+    }
+    case CU_JIT_INPUT_OBJECT:
+      image.kind = backend::ImageKind::host_object;
+      break;
+    case CU_JIT_INPUT_LIBRARY:
+      image.kind = backend::ImageKind::host_library;
+      break;
+    case CU_JIT_INPUT_NVVM:
+      return reject(CUDA_ERROR_NOT_SUPPORTED, fn,
+                    "NVVM IR inputs (link-time optimisation) are not supported");
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown CUjitInputType");
+  }
+  // A backend that loads only its own images links only those: say so at once, as NVIDIA's
+  // linker refuses an input it cannot read when it is added.
+  const unsigned kinds = core.backend().image_kinds();
+  const bool linkable = image.kind == backend::ImageKind::host_object ||
+                                image.kind == backend::ImageKind::host_library
+                            ? (kinds & backend::image_kind_bit(backend::ImageKind::cubin)) != 0
+                            : (kinds & backend::image_kind_bit(image.kind)) != 0;
+  if (!linkable) {
+    const CUresult r =
+        image.kind == backend::ImageKind::ptx ? CUDA_ERROR_INVALID_PTX : CUDA_ERROR_INVALID_IMAGE;
+    const std::string why = "the '" + std::string(core.backend().name()) +
+                            "' backend cannot link this input; it takes " +
+                            std::string(core.backend().image_needs());
+    return reject(r, fn, why.c_str());
+  }
+  if (image.size == 0) image.size = size;
+  const std::size_t keep = std::max(size, image.size);
+  const auto* b = static_cast<const unsigned char*>(data);
+  s.storage.emplace_back(b, b + keep);
+  if (image.kind == backend::ImageKind::ptx || image.kind == backend::ImageKind::native)
+    if (s.storage.back().empty() || s.storage.back().back() != 0) s.storage.back().push_back(0);
+  image.data = s.storage.back().data();
+  image.size = keep;
+  s.inputs.push_back(image);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace cudamux::core
+
+namespace cudamux::impl {
+using core::Context;
+using core::Core;
+using core::reject;
+
+CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option* options, void** optionValues,
+                         CUlinkState* stateOut) {
+  if (!stateOut) return reject(CUDA_ERROR_INVALID_VALUE, "cuLinkCreate", "null out-pointer");
+  const core::JitOptions jit{numOptions, options, optionValues};
+  if (CUresult r = core::check_jit_options(jit, "cuLinkCreate")) return r;
+  Context* ctx = nullptr;
+  if (CUresult r = core::current_context(ctx)) return r;
+  auto s = std::make_unique<core::LinkState>();
+  s->ctx = ctx->handle;
+  s->jit = jit;
+  std::lock_guard lock(core::g_registry);
+  core::g_link_states.insert(s.get());
+  *stateOut = reinterpret_cast<CUlinkState>(s.release());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** optionValues,
+                      CUlinkState* stateOut) {
+  return impl::cuLinkCreate_v2(numOptions, options, optionValues, stateOut);
+}
+
+CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data, size_t size,
+                          const char* name, unsigned int numOptions, CUjit_option* options,
+                          void** optionValues) {
+  (void)name;  // names appear in NVIDIA's linker messages only
+  const char* fn = "cuLinkAddData";
+  if (CUresult r = core::check_jit_options({numOptions, options, optionValues}, fn)) return r;
+  if (!data || size == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null or empty input");
+  std::lock_guard lock(core::g_registry);
+  core::LinkState* s = nullptr;
+  if (CUresult r = core::link_state_of(state, s, fn)) return r;
+  return core::link_add(*s, type, data, size, fn);
+}
+
+CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void* data, size_t size,
+                       const char* name, unsigned int numOptions, CUjit_option* options,
+                       void** optionValues) {
+  return impl::cuLinkAddData_v2(state, type, data, size, name, numOptions, options, optionValues);
+}
+
+CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* path,
+                          unsigned int numOptions, CUjit_option* options, void** optionValues) {
+  const char* fn = "cuLinkAddFile";
+  if (CUresult r = core::check_jit_options({numOptions, options, optionValues}, fn)) return r;
+  {
+    std::lock_guard lock(core::g_registry);
+    core::LinkState* s = nullptr;
+    if (CUresult r = core::link_state_of(state, s, fn)) return r;
+  }
+  std::vector<char> bytes;
+  if (CUresult r = core::read_file(path, bytes, fn)) return r;
+  const std::size_t size = bytes.size() - 1;  // read_file appends a NUL for text images
+  std::lock_guard lock(core::g_registry);
+  core::LinkState* s = nullptr;
+  if (CUresult r = core::link_state_of(state, s, fn)) return r;
+  return core::link_add(*s, type, bytes.data(), size, fn);
+}
+
+CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char* path,
+                       unsigned int numOptions, CUjit_option* options, void** optionValues) {
+  return impl::cuLinkAddFile_v2(state, type, path, numOptions, options, optionValues);
+}
+
+CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
+  const char* fn = "cuLinkComplete";
+  if (!cubinOut || !sizeOut) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  Core& core = Core::get();
+  std::lock_guard lock(core::g_registry);
+  core::LinkState* s = nullptr;
+  if (CUresult r = core::link_state_of(state, s, fn)) return r;
+  if (s->inputs.empty()) return reject(CUDA_ERROR_INVALID_VALUE, fn, "nothing was added to link");
+  Context* ctx = core::context_of(s->ctx);
+  if (!ctx) return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "the state's context was destroyed");
+  const auto start = std::chrono::steady_clock::now();
+  std::string log;
+  backend::Status st;
+  s->output.clear();
+  if (!ctx->impl->link(s->inputs, core::linker_options(s->jit), s->output, log, st))
+    return reject(
+        CUDA_ERROR_NOT_SUPPORTED, fn,
+        ("the '" + std::string(core.backend().name()) + "' backend has no linker").c_str());
+  const float ms =
+      std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (unsigned i = 0; i < s->jit.count; ++i)
+    if (s->jit.options[i] == CU_JIT_WALL_TIME) std::memcpy(&s->jit.values[i], &ms, sizeof ms);
+  if (!st.ok()) {
+    core::fill_link_log(s->jit, CU_JIT_ERROR_LOG_BUFFER, log);
+    const CUresult r = core.map(st, fn);
+    core.log().warn("{}: the '{}' backend did not link ({}){}{}", fn, core.backend().name(),
+                    core.backend().errors().native_name(st.native), log.empty() ? "" : ": ", log);
+    return r;
+  }
+  core::fill_link_log(s->jit, CU_JIT_INFO_LOG_BUFFER, log);
+  *cubinOut = s->output.data();
+  *sizeOut = s->output.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLinkDestroy(CUlinkState state) {
+  std::unique_ptr<core::LinkState> owned;
+  {
+    std::lock_guard lock(core::g_registry);
+    core::LinkState* s = nullptr;
+    if (CUresult r = core::link_state_of(state, s, "cuLinkDestroy")) return r;
+    core::g_link_states.erase(s);
+    owned.reset(s);
+  }
+  return CUDA_SUCCESS;
 }
 
 }  // namespace cudamux::impl

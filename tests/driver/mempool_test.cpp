@@ -16,16 +16,6 @@ using MemPool = Driver;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-// Checks of what NVIDIA's driver leaves undefined (null pointers it dereferences, destroyed or
-// freed objects it does not track): cudamux answers them; the oracle run (CUDAMUX_BACKEND=cuda
-// against NVIDIA's driver directly) skips them.
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 // Reserved memory is exact in cudamux's pools (no sub-allocation); NVIDIA's driver reserves in
 // chunks (32 MiB on an H100), so there it may be more, never less.
 #define EXPECT_RESERVED(actual, expected)     \

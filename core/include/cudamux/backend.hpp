@@ -273,6 +273,10 @@ enum class ImageKind : std::uint8_t {
   nvidia_fatbin,  // a whole NVIDIA fat binary container (magic 0xBA55ED50), entries as stored
   cubin,          // an NVIDIA ELF for sm_<arch>
   ptx,            // PTX text for compute_<arch>, NUL-terminated
+  // Link inputs only (DeviceContext::link; CU_JIT_INPUT_OBJECT / CU_JIT_INPUT_LIBRARY): a host
+  // object or archive carrying device code, as nvcc -dc and nvcc -lib write them.
+  host_object,
+  host_library,
 };
 // ImageKind as a bit of Backend::image_kinds().
 constexpr unsigned image_kind_bit(ImageKind k) noexcept { return 1u << static_cast<unsigned>(k); }
@@ -525,12 +529,16 @@ class DeviceContext {
   }
 
   // cuLinkCreate ... cuLinkComplete: links `inputs` (kinds from Backend::image_kinds(), plus
-  // PTX and cubins for a device that links them) into one image that load_module takes,
-  // written to `out`; `log` receives the linker's messages. false: the backend cannot link
-  // (the core answers CUDA_ERROR_NOT_SUPPORTED); else `status` holds the outcome.
-  virtual bool link(const std::vector<ModuleImage>& inputs, std::vector<unsigned char>& out,
-                    std::string& log, Status& status) {
+  // host objects and libraries for a device that links them) into one image that load_module
+  // takes, written to `out`; `options` are the program's JIT options other than the log
+  // buffers and wall time, which the core fills from `log` (the linker's messages). false: the
+  // backend cannot link (the core answers CUDA_ERROR_NOT_SUPPORTED); else `status` holds the
+  // outcome.
+  virtual bool link(const std::vector<ModuleImage>& inputs,
+                    const std::vector<std::pair<CUjit_option, void*>>& options,
+                    std::vector<unsigned char>& out, std::string& log, Status& status) {
     (void)inputs;
+    (void)options;
     (void)out;
     (void)log;
     (void)status;

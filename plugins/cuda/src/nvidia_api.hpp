@@ -13,10 +13,11 @@ namespace cudamux::cuda {
   X(cuDriverGetVersion)                                                                            \
   X(cuGetErrorName)                                                                                \
   X(cuGetErrorString)                                                                              \
-  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetUuid_v2) X(                   \
-      cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                        \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
-          X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)    \
+  X(cuDeviceGetCount)                                                                              \
+  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2)                   \
+      X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain)                 \
+          X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) X(                      \
+              cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)  \
               X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)            \
                   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged) X(cuMemHostRegister_v2)  \
                       X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2)                       \
@@ -63,19 +64,25 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                   \
-  X(cuLaunchKernelEx)                                                                          \
-  X(cuOccupancyMaxActiveClusters)                                                              \
-  X(cuOccupancyMaxPotentialClusterSize) X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) \
-      CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)                          \
-          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                    \
+  X(cuLaunchKernelEx)                                                                           \
+  X(cuOccupancyMaxActiveClusters)                                                               \
+  X(cuOccupancyMaxPotentialClusterSize)                                                         \
+  X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2)                      \
+      X(cuMemPrefetchAsync_v2) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
+          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X)
+
+// NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
+#define CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
+  X(cuLinkCreate_v2) X(cuLinkAddData_v2) X(cuLinkComplete) X(cuLinkDestroy)
 
 // CUDA graphs run by NVIDIA (issue 16: NvidiaQueue::capture_graph); without any one of them the
 // core replays graphs itself.
-#define CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)                                                      \
-  X(cuStreamBeginCapture_v2)                                                                   \
-  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) \
-      X(cuGraphDestroy) X(cuEventRecordWithFlags)
+#define CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)                                                 \
+  X(cuStreamBeginCapture_v2)                                                              \
+  X(cuStreamEndCapture)                                                                   \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
+      X(cuEventRecordWithFlags)
 
 // Host-only encoders handed to the core as they are (Backend::native_host_function).
 #define CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
@@ -84,10 +91,11 @@ namespace cudamux::cuda {
 
 // Virtual memory management (10.2), passed through whole (NvidiaVirtualMemory); without any
 // one of them the backend offers none.
-#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                          \
-  X(cuMemGetAllocationGranularity)                                                               \
-  X(cuMemAddressReserve)                                                                         \
-  X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
+#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                      \
+  X(cuMemGetAllocationGranularity)                                           \
+  X(cuMemAddressReserve)                                                     \
+  X(cuMemAddressFree)                                                        \
+  X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
       X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)
 
 struct NvidiaApi {

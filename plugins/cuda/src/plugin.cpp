@@ -375,7 +375,8 @@ class NvidiaQueue final : public be::Queue {
   be::Status record(be::Event& event) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     const CUevent e = static_cast<NvidiaEvent&>(event).handle();
-    if (capturing_) return status(api_.cuEventRecordWithFlags(e, stream_, CU_EVENT_RECORD_EXTERNAL));
+    if (capturing_)
+      return status(api_.cuEventRecordWithFlags(e, stream_, CU_EVENT_RECORD_EXTERNAL));
     return status(api_.cuEventRecord(e, stream_));
   }
   be::Status wait(be::Event& event) override {
@@ -716,6 +717,70 @@ class NvidiaContext final : public be::DeviceContext {
     if (st = make_current(api_, ctx_); st.ok()) st = status(api_.cuCtxSetLimit(limit, value));
     return true;
   }
+  bool link(const std::vector<be::ModuleImage>& inputs,
+            const std::vector<std::pair<CUjit_option, void*>>& options,
+            std::vector<unsigned char>& out, std::string& log, be::Status& st) override {
+    if (!api_.cuLinkCreate_v2 || !api_.cuLinkAddData_v2 || !api_.cuLinkComplete ||
+        !api_.cuLinkDestroy)
+      return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    // NVIDIA's linker with the program's options, plus log buffers of our own for `log`.
+    std::vector<char> info(16384, '\0'), error(16384, '\0');
+    std::vector<CUjit_option> keys;
+    std::vector<void*> values;
+    for (const auto& [k, v] : options) {
+      keys.push_back(k);
+      values.push_back(v);
+    }
+    const auto add = [&](CUjit_option k, void* v) {
+      keys.push_back(k);
+      values.push_back(v);
+    };
+    add(CU_JIT_INFO_LOG_BUFFER, info.data());
+    add(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, reinterpret_cast<void*>(info.size()));
+    add(CU_JIT_ERROR_LOG_BUFFER, error.data());
+    add(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, reinterpret_cast<void*>(error.size()));
+    CUlinkState state = nullptr;
+    CUresult r = api_.cuLinkCreate_v2(static_cast<unsigned>(keys.size()), keys.data(),
+                                      values.data(), &state);
+    for (std::size_t i = 0; r == CUDA_SUCCESS && i < inputs.size(); ++i) {
+      const auto& in = inputs[i];
+      CUjitInputType type = CU_JIT_INPUT_CUBIN;
+      switch (in.kind) {
+        case be::ImageKind::ptx:
+        case be::ImageKind::native:  // NVIDIA's NVRTC output, passed through
+          type = CU_JIT_INPUT_PTX;
+          break;
+        case be::ImageKind::nvidia_fatbin:
+          type = CU_JIT_INPUT_FATBINARY;
+          break;
+        case be::ImageKind::cubin:
+          type = CU_JIT_INPUT_CUBIN;
+          break;
+        case be::ImageKind::host_object:
+          type = CU_JIT_INPUT_OBJECT;
+          break;
+        case be::ImageKind::host_library:
+          type = CU_JIT_INPUT_LIBRARY;
+          break;
+      }
+      const std::string name = "input" + std::to_string(i);
+      r = api_.cuLinkAddData_v2(state, type, const_cast<void*>(in.data), in.size, name.c_str(), 0,
+                                nullptr, nullptr);
+    }
+    void* cubin = nullptr;
+    std::size_t size = 0;
+    if (r == CUDA_SUCCESS) r = api_.cuLinkComplete(state, &cubin, &size);
+    if (r == CUDA_SUCCESS) {
+      const auto* b = static_cast<const unsigned char*>(cubin);
+      out.assign(b, b + size);
+    }
+    log = r == CUDA_SUCCESS ? info.data() : error.data();
+    if (state) (void)api_.cuLinkDestroy(state);
+    st = status(r);
+    return true;
+  }
+
   be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     // PTX, CUBIN or a whole fat binary: NVIDIA's driver picks the entry for its GPU and
     // JIT-compiles PTX itself.

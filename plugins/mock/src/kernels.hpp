@@ -102,6 +102,14 @@ class MockFunction final : public be::Function {
   std::vector<be::ParamInfo> params_;
 };
 
+// cuLink* on the mock (DeviceContext::link): images of whole programs linked into one bundle
+// that load_module_image loads as one module: this line with the count and each image's
+// length, a newline, the images back to back, a NUL. (Relocatable device code is not linked
+// across images: each one must be a whole program.)
+inline constexpr std::string_view kBundleHeader = "// cudamux mock bundle v1";
+be::Status link_images(const std::vector<be::ModuleImage>& inputs, std::vector<unsigned char>& out,
+                       std::string& log);
+
 // Loads an image; native CUresult codes, with a log line for what was wrong.
 be::Status load_module_image(const void* image, spdlog::logger& log,
                              std::unique_ptr<be::Module>& out);

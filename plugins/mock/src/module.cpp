@@ -9,6 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "kernels.hpp"
 
@@ -198,10 +202,115 @@ std::string lowered_name(be::Module& module, std::string_view expression) {
   return m != nullptr ? m->lowered(expression) : std::string();
 }
 
+namespace {
+
+// A linked bundle: its images' modules, searched in link order.
+class BundleModule final : public be::Module {
+ public:
+  explicit BundleModule(std::vector<std::unique_ptr<be::Module>> parts)
+      : parts_(std::move(parts)) {}
+  be::Function* function(std::string_view name) noexcept override {
+    for (auto& m : parts_)
+      if (be::Function* f = m->function(name)) return f;
+    return nullptr;
+  }
+  bool global(std::string_view name, void*& address, std::size_t& bytes) noexcept override {
+    for (auto& m : parts_)
+      if (m->global(name, address, bytes)) return true;
+    return false;
+  }
+  [[nodiscard]] std::vector<std::string_view> function_names() const override {
+    std::vector<std::string_view> names;
+    for (const auto& m : parts_)
+      for (auto n : m->function_names()) names.push_back(n);
+    return names;
+  }
+
+ private:
+  std::vector<std::unique_ptr<be::Module>> parts_;
+};
+
+be::Status load_bundle(const char* text, spdlog::logger& log, std::unique_ptr<be::Module>& out) {
+  const char* nl = std::strchr(text, '\n');
+  if (nl == nullptr) return status(CUDA_ERROR_INVALID_IMAGE);
+  std::istringstream header(std::string(text + kBundleHeader.size(), nl));
+  std::size_t count = 0;
+  if (!(header >> count) || count == 0 || count > 4096) {
+    log.error("mock backend: damaged linked image (bad image count)");
+    return status(CUDA_ERROR_INVALID_IMAGE);
+  }
+  const std::size_t available = std::strlen(nl + 1);
+  std::vector<std::unique_ptr<be::Module>> parts;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::size_t length = 0;
+    if (!(header >> length) || length > available - at) {
+      log.error("mock backend: damaged linked image (image {} of {} is cut short)", i + 1, count);
+      return status(CUDA_ERROR_INVALID_IMAGE);
+    }
+    const std::string part(nl + 1 + at, length);
+    at += length;
+    if (part.starts_with(kBundleHeader)) return status(CUDA_ERROR_INVALID_IMAGE);  // no nesting
+    std::unique_ptr<be::Module> m;
+    if (const auto st = load_module_image(part.c_str(), log, m); !st.ok()) return st;
+    parts.push_back(std::move(m));
+  }
+  out = std::make_unique<BundleModule>(std::move(parts));
+  return be::kOk;
+}
+
+}  // namespace
+
+be::Status link_images(const std::vector<be::ModuleImage>& inputs, std::vector<unsigned char>& out,
+                       std::string& log) {
+  std::vector<std::string_view> parts;
+  for (const auto& in : inputs) {
+    if (in.kind != be::ImageKind::native || in.data == nullptr) {
+      log = "the mock links only modules compiled by cudamux's NVRTC";
+      return status(CUDA_ERROR_INVALID_IMAGE);
+    }
+    const std::string_view text(static_cast<const char*>(in.data));
+    if (text.starts_with(kImageHeader)) {
+      parts.push_back(text);
+      continue;
+    }
+    if (!text.starts_with(kBundleHeader)) {
+      log = "an input is not a module compiled by cudamux's NVRTC";
+      return status(CUDA_ERROR_INVALID_IMAGE);
+    }
+    // A linked image linked again: its parts join this bundle.
+    const auto nl = text.find('\n');
+    if (nl == std::string_view::npos) return status(CUDA_ERROR_INVALID_IMAGE);
+    std::istringstream header(
+        std::string(text.substr(kBundleHeader.size(), nl - kBundleHeader.size())));
+    std::size_t count = 0, length = 0, at = nl + 1;
+    header >> count;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!(header >> length) || length > text.size() - at) {
+        log = "a linked input is damaged";
+        return status(CUDA_ERROR_INVALID_IMAGE);
+      }
+      parts.push_back(text.substr(at, length));
+      at += length;
+    }
+  }
+  std::string image(kBundleHeader);
+  image += " " + std::to_string(parts.size());
+  for (auto p : parts) image += " " + std::to_string(p.size());
+  image += '\n';
+  for (auto p : parts) image.append(p);
+  out.assign(image.begin(), image.end());
+  out.push_back(0);
+  log = "cudamux mock linker: " + std::to_string(parts.size()) + " module(s) linked";
+  return be::kOk;
+}
+
 be::Status load_module_image(const void* image, spdlog::logger& log,
                              std::unique_ptr<be::Module>& out) {
   if (image == nullptr) return status(CUDA_ERROR_INVALID_VALUE);
   const auto* text = static_cast<const char*>(image);
+  if (std::strncmp(text, kBundleHeader.data(), kBundleHeader.size()) == 0)
+    return load_bundle(text, log, out);
   if (std::strncmp(text, kImageHeader.data(), kImageHeader.size()) != 0) {
     // NVIDIA's formats were told apart by the core (ModuleImage::kind); this is anything else.
     log.error("mock backend: not a module image (expected a text starting with \"{}\")",

@@ -255,6 +255,12 @@ class MockContext final : public be::DeviceContext {
     }
     return result;
   }
+  bool link(const std::vector<be::ModuleImage>& inputs,
+            const std::vector<std::pair<CUjit_option, void*>>& /*options: nothing to tune*/,
+            std::vector<unsigned char>& out, std::string& log, be::Status& st) override {
+    st = link_images(inputs, out, log);
+    return true;
+  }
   be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     if (const auto st = faults_->check(Op::load_module); !st.ok()) return st;
     switch (image.kind) {
@@ -268,6 +274,8 @@ class MockContext final : public be::DeviceContext {
         return status(CUDA_ERROR_INVALID_PTX);
       case be::ImageKind::cubin:
       case be::ImageKind::nvidia_fatbin:
+      case be::ImageKind::host_object:
+      case be::ImageKind::host_library:
         break;
     }
     kernels_->log->error(
