@@ -17,6 +17,7 @@
 #include "cudamux/enum_policy.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/plugin_loader.hpp"
+#include "driver_logs.hpp"
 
 namespace cudamux::api::detail {
 std::atomic<bool> g_initialized{false};
@@ -233,6 +234,7 @@ CUresult reject(CUresult result, const char* function, const char* why) noexcept
     log::get()->debug("{}: {} ({})", function, name ? name : "?", why);
   } catch (...) {
   }
+  record_driver_log(CU_LOG_LEVEL_ERROR, function, why);
   return result;
 }
 

@@ -121,9 +121,9 @@ TEST_F(LinkedPrograms, InputsFromFilesAndTheVersionedEntryPoints) {
   }
   CUlinkState state = nullptr;
   ASSERT_OK(cuLinkCreate_v2(0, nullptr, nullptr, &state));
-  EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND,
-            cuLinkAddFile_v2(state, CU_JIT_INPUT_PTX, (dir / "missing.ptx").c_str(), 0, nullptr,
-                             nullptr));
+  EXPECT_CU(
+      CUDA_ERROR_FILE_NOT_FOUND,
+      cuLinkAddFile(state, CU_JIT_INPUT_PTX, (dir / "missing.ptx").c_str(), 0, nullptr, nullptr));
   ASSERT_OK(cuLinkAddFile_v2(state, CU_JIT_INPUT_PTX, path.c_str(), 0, nullptr, nullptr));
   ASSERT_OK(cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, add_image.data(), add_image.size(), "add.ptx",
                              0, nullptr, nullptr));

@@ -481,4 +481,33 @@ cudaError_t cudaProfilerStop() {
   if (cudaError_t e = enter()) return e;
   return map(cudamux::impl::cuProfilerStop());
 }
+// Error log management: one log for the driver and the runtime, kept by the driver.
+cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void* userData,
+                                     cudaLogsCallbackHandle* callback_out) {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuLogsRegisterCallback(reinterpret_cast<CUlogsCallback>(callbackFunc),
+                                                   userData, callback_out));
+}
+
+cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuLogsUnregisterCallback(callback));
+}
+
+cudaError_t cudaLogsCurrent(cudaLogIterator* iterator_out, unsigned int flags) {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuLogsCurrent(iterator_out, flags));
+}
+
+cudaError_t cudaLogsDumpToFile(cudaLogIterator* iterator, const char* pathToFile,
+                               unsigned int flags) {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuLogsDumpToFile(iterator, pathToFile, flags));
+}
+
+cudaError_t cudaLogsDumpToMemory(cudaLogIterator* iterator, char* buffer, size_t* size,
+                                 unsigned int flags) {
+  if (cudaError_t e = enter()) return e;
+  return map(cudamux::impl::cuLogsDumpToMemory(iterator, buffer, size, flags));
+}
 }  // namespace cudamux::rt::impl
