@@ -53,6 +53,33 @@ TEST_F(RuntimePeer, LinkQueries) {
   EXPECT_NE(caps & CU_ATOMIC_CAPABILITY_SCALAR_32, 0u);
 }
 
+TEST_F(RuntimePeer, DevicePropertiesPerDevice) {
+  if (devices < 2) GTEST_SKIP() << "one device configured";
+  cudaDeviceProp p0{}, p1{};
+  ASSERT_RT(cudaGetDeviceProperties(&p0, 0));
+  ASSERT_RT(cudaGetDeviceProperties(&p1, 1));
+  EXPECT_NE(std::memcmp(&p0.uuid, &p1.uuid, sizeof p0.uuid), 0);
+  EXPECT_NE(p0.pciBusID, p1.pciBusID);
+  EXPECT_EQ(p0.major, p1.major);
+  EXPECT_EQ(p0.totalGlobalMem, p1.totalGlobalMem);
+  // Each device's memory is its own.
+  size_t free0 = 0, free1 = 0, total = 0, after0 = 0, after1 = 0;
+  ASSERT_RT(cudaMemGetInfo(&free0, &total));
+  ASSERT_RT(cudaSetDevice(1));
+  ASSERT_RT(cudaMemGetInfo(&free1, &total));
+  void* p = nullptr;
+  ASSERT_RT(cudaMalloc(&p, size_t{32} << 20));
+  ASSERT_RT(cudaMemGetInfo(&after1, &total));
+  EXPECT_LE(after1 + (size_t{32} << 20), free1);
+  cudaPointerAttributes attr{};
+  ASSERT_RT(cudaPointerGetAttributes(&attr, p));
+  EXPECT_EQ(attr.device, 1);
+  ASSERT_RT(cudaSetDevice(0));
+  ASSERT_RT(cudaMemGetInfo(&after0, &total));
+  EXPECT_EQ(after0, free0);
+  ASSERT_RT(cudaFree(p));
+}
+
 TEST_F(RuntimePeer, PeerAccessIsTheDriversRecord) {
   EXPECT_EQ(cudaDeviceEnablePeerAccess(0, 1), cudaErrorInvalidValue);
   (void)cudaGetLastError();

@@ -91,6 +91,14 @@ cudaError_t batch_3d(size_t numOps, cudaMemcpy3DBatchOp* opList, unsigned long l
 }
 
 }  // namespace
+}  // namespace cudamux::rt
+
+namespace cudamux::rt::impl {
+namespace drv = cudamux::impl;
+using cudamux::rt::batch_1d;
+using cudamux::rt::batch_3d;
+using cudamux::rt::check_device;
+using cudamux::rt::copy_3d_peer;
 
 cudaError_t cudaMemcpy3DPeer(const cudaMemcpy3DPeerParms* p) {
   return copy_3d_peer(p, nullptr, false, false, "cudaMemcpy3DPeer");
@@ -149,4 +157,4 @@ cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
       dstDevice));
 }
 
-}  // namespace cudamux::rt
+}  // namespace cudamux::rt::impl
