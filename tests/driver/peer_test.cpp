@@ -15,14 +15,6 @@
 namespace conformance {
 namespace {
 
-// A check of cudamux's own answer where NVIDIA's driver is not documented to agree.
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 int device_count() {
   int n = 0;
   EXPECT_OK(cuDeviceGetCount(&n));
