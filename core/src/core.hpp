@@ -129,6 +129,11 @@ struct Context {
     void (*destructor)(CUcontext, void*, void*) = nullptr;
   };
   std::vector<LocalStorage> local_storage;
+
+  // --- issue 17 (peer.cpp) ---
+  // Contexts whose memory this one may reach (cuCtxEnablePeerAccess), by handle and id: a
+  // primary context's handle outlives a reset, its id does not. Guarded by state_mutex.
+  std::vector<std::pair<CUcontext, unsigned long long>> peers;
 };
 
 // Runs and forgets the context-local storage destructors of `ctx` (export_tables.cpp); called

@@ -4,7 +4,6 @@
 
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -17,14 +16,6 @@ namespace cudamux::rt {
 namespace {
 
 namespace drv = cudamux::impl;
-
-// Peer access enabled per (context, peer device); the mock shares one address space,
-// so this is bookkeeping for CUDA's already-enabled / not-enabled answers.
-std::mutex g_peer_mutex;
-std::set<std::pair<CUcontext, int>>& peers() {
-  static auto* p = new std::set<std::pair<CUcontext, int>>();
-  return *p;
-}
 
 // The runtime reports a missing symbol through driverStatus, not its result (its
 // documented results are success, invalid value and not supported).
@@ -293,10 +284,6 @@ cudaError_t cudaDeviceReset() {
   after_reset(device);
   // The sticky error this thread recorded died with the context.
   if (is_sticky(detail::t_state.last_error)) detail::t_state.last_error = cudaSuccess;
-  {
-    std::lock_guard lock(g_peer_mutex);
-    std::erase_if(peers(), [](const auto& p) { return !core::context_of(p.first); });
-  }
   return cudaSuccess;
 }
 
@@ -394,28 +381,22 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
     return reject(cudaErrorInvalidValue, "cudaDeviceEnablePeerAccess", "flags must be 0");
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = valid_device(peerDevice, "cudaDeviceEnablePeerAccess")) return e;
-  const int self = current_device();
-  if (peerDevice == self)
+  if (peerDevice == current_device())
     return reject(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess",
                   "a device is not its own peer");
-  int can = 0;
-  if (const CUresult r = drv::cuDeviceCanAccessPeer(&can, self, peerDevice)) return map(r);
-  if (!can)
-    return reject(cudaErrorPeerAccessUnsupported, "cudaDeviceEnablePeerAccess", "no peer access");
-  std::lock_guard lock(g_peer_mutex);
-  if (!peers().emplace(core::current_context_handle(), peerDevice).second)
-    return reject(cudaErrorPeerAccessAlreadyEnabled, "cudaDeviceEnablePeerAccess",
-                  "already enabled");
-  return cudaSuccess;
+  // The current context reaches the peer device's primary context (the runtime's own), as
+  // NVIDIA's runtime does; the driver records the pair and checks the rest.
+  CUcontext peer = nullptr;
+  if (cudaError_t e = primary_context(peerDevice, peer)) return e;
+  return map(drv::cuCtxEnablePeerAccess(peer, 0));
 }
 
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = valid_device(peerDevice, "cudaDeviceDisablePeerAccess")) return e;
-  std::lock_guard lock(g_peer_mutex);
-  if (peers().erase({core::current_context_handle(), peerDevice}) == 0)
-    return reject(cudaErrorPeerAccessNotEnabled, "cudaDeviceDisablePeerAccess", "not enabled");
-  return cudaSuccess;
+  CUcontext peer = nullptr;
+  if (cudaError_t e = primary_context(peerDevice, peer)) return e;
+  return map(drv::cuCtxDisablePeerAccess(peer));
 }
 
 cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,

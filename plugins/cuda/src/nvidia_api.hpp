@@ -70,7 +70,8 @@ namespace cudamux::cuda {
   X(cuOccupancyMaxPotentialClusterSize)                                                         \
   X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2)                      \
       X(cuMemPrefetchAsync_v2) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
-          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X)
+          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X)                  \
+              CUDAMUX_NVIDIA_PEER_FUNCTIONS(X)
 
 // NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
 #define CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
@@ -83,6 +84,13 @@ namespace cudamux::cuda {
   X(cuStreamEndCapture)                                                                   \
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
       X(cuEventRecordWithFlags)
+
+// Peer access between NVIDIA contexts and the P2P link queries (issue 17:
+// NvidiaContext::enable_peer_access, NvidiaDevices::p2p_attribute); without them peer access
+// is the core's record only and link attributes are derived from cuDeviceCanAccessPeer.
+#define CUDAMUX_NVIDIA_PEER_FUNCTIONS(X) \
+  X(cuCtxEnablePeerAccess)               \
+  X(cuCtxDisablePeerAccess) X(cuDeviceGetP2PAttribute)
 
 // Host-only encoders handed to the core as they are (Backend::native_host_function).
 #define CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \

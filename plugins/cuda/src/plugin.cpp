@@ -781,6 +781,15 @@ class NvidiaContext final : public be::DeviceContext {
     return true;
   }
 
+  // Peer access between the real contexts. In primary mode several cudamux contexts share one
+  // real context, so links are counted per real context pair: NVIDIA's access is enabled by
+  // the first cudamux pair and disabled with the last.
+  be::Status enable_peer_access(be::DeviceContext& peer) override {
+    return peer_link(static_cast<NvidiaContext&>(peer).ctx_, true);
+  }
+  be::Status disable_peer_access(be::DeviceContext& peer) override {
+    return peer_link(static_cast<NvidiaContext&>(peer).ctx_, false);
+  }
   be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     // PTX, CUBIN or a whole fat binary: NVIDIA's driver picks the entry for its GPU and
     // JIT-compiles PTX itself.
@@ -793,6 +802,26 @@ class NvidiaContext final : public be::DeviceContext {
   }
 
  private:
+  be::Status peer_link(const RealContext& peer, bool enable) {
+    if (!api_.cuCtxEnablePeerAccess || !api_.cuCtxDisablePeerAccess) return be::kOk;
+    static std::mutex mu;
+    static std::map<std::pair<std::uint64_t, std::uint64_t>, int> links;
+    std::lock_guard lock(mu);
+    int& users = links[{ctx_.id, peer.id}];
+    if (enable ? users++ > 0 : (users == 0 || --users > 0)) return be::kOk;
+    if (auto st = make_current(api_, ctx_); !st.ok()) {
+      users += enable ? -1 : 1;
+      return st;
+    }
+    CUresult r = enable ? api_.cuCtxEnablePeerAccess(peer.handle, 0)
+                        : api_.cuCtxDisablePeerAccess(peer.handle);
+    // Enabled or disabled by NVIDIA already (a real context the program also drives itself).
+    if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED || r == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+      r = CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) users += enable ? -1 : 1;
+    return status(r);
+  }
+
   static const NvidiaApi& api_of(NvidiaBackend& b);
   static std::vector<CUdevice> devices_of(NvidiaBackend& b);
 
@@ -891,6 +920,14 @@ class NvidiaDevices final : public be::Devices {
     if (st.ok()) st = status(api_->cuMemGetInfo_v2(&free_bytes, &total_bytes));
     (void)api_->cuDevicePrimaryCtxRelease_v2(s.device);
     return st;
+  }
+
+  bool p2p_attribute(int ordinal, int peer, CUdevice_P2PAttribute attr, int& value,
+                     be::Status& st) const override {
+    if (!api_->cuDeviceGetP2PAttribute || !valid(ordinal) || !valid(peer)) return false;
+    st = status(
+        api_->cuDeviceGetP2PAttribute(&value, attr, slot(ordinal).device, slot(peer).device));
+    return true;
   }
 
   [[nodiscard]] bool can_access_peer(int ordinal, int peer) const noexcept override {
