@@ -70,11 +70,23 @@ namespace cudamux::cuda {
   X(cuOccupancyMaxPotentialClusterSize)                                                         \
   X(cuStreamSetAttribute) X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2)                      \
       X(cuMemPrefetchAsync_v2) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
-          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X)
+          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
+              CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X)
 
 // NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
 #define CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
   X(cuLinkCreate_v2) X(cuLinkAddData_v2) X(cuLinkComplete) X(cuLinkDestroy)
+
+// Stream memory operations (11.7 for the _v2 forms) and IPC (issue 17), passed through; without
+// one the backend answers that it has none (the core returns CUDA_ERROR_NOT_SUPPORTED).
+#define CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X)                                       \
+  X(cuStreamWaitValue32_v2)                                                         \
+  X(cuStreamWaitValue64_v2)                                                         \
+  X(cuStreamWriteValue32_v2)                                                        \
+  X(cuStreamWriteValue64_v2)                                                        \
+  X(cuIpcGetMemHandle)                                                              \
+  X(cuIpcOpenMemHandle_v2)                                                          \
+  X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuMemGetAddressRange_v2)
 
 // CUDA graphs run by NVIDIA (issue 16: NvidiaQueue::capture_graph); without any one of them the
 // core replays graphs itself.
