@@ -96,6 +96,8 @@ TEST_F(Ipc, Validation) {
   CUdeviceptr p = 0;
   EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT,
             cuIpcOpenMemHandle_v2(&p, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT,
+            cuIpcOpenMemHandle(&p, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
   CUevent plain = nullptr, ipc = nullptr;
   ASSERT_OK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
   ASSERT_OK(cuEventCreate(&ipc, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
@@ -106,10 +108,11 @@ TEST_F(Ipc, Validation) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuEventCreate(&timed, CU_EVENT_INTERPROCESS));
   // cudamux's answers where NVIDIA documents no code.
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcGetEventHandle(&eh, plain));
+  ASSERT_OK(cuIpcGetEventHandle(&eh, ipc));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcOpenEventHandle(nullptr, eh));
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcOpenMemHandle_v2(nullptr, mh, 1));
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcOpenMemHandle_v2(&p, mh, 0x10));
-  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcCloseMemHandle(buf.ptr))
-      << "not memory opened from a handle";
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcCloseMemHandle(buf.ptr));
   CUdeviceptr managed = 0;
   ASSERT_OK(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL));
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuIpcGetMemHandle(&mh, managed));

@@ -150,8 +150,7 @@ TEST_F(AttachMem, ManagedMemory) {
                     cuStreamAttachMemAsync(nullptr, managed, 0, CU_MEM_ATTACH_SINGLE));
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s, managed, 0, 0));
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
-                    cuStreamAttachMemAsync(s, managed, 100, CU_MEM_ATTACH_GLOBAL))
-      << "only the whole allocation";
+                    cuStreamAttachMemAsync(s, managed, 100, CU_MEM_ATTACH_GLOBAL));
   DeviceBuffer device(4096);
   EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
                     cuStreamAttachMemAsync(s, device.ptr, 0, CU_MEM_ATTACH_GLOBAL));

@@ -181,6 +181,11 @@ cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
 #undef CUDAMUX_RT_CALL
 
 // --- IPC and managed memory attachment (issue 17): the handles have the driver's layout ---
+#define RT_IPC_CALL(expr)                    \
+  do {                                       \
+    if (cudaError_t e_ = enter()) return e_; \
+    return map(expr);                        \
+  } while (0)
 static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CUipcMemHandle));
 static_assert(sizeof(cudaIpcEventHandle_t) == sizeof(CUipcEventHandle));
 
@@ -204,7 +209,7 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
   return cudaSuccess;
 }
 cudaError_t cudaIpcCloseMemHandle(void* devPtr) {
-  CUDAMUX_RT_CALL(drv::cuIpcCloseMemHandle(reinterpret_cast<CUdeviceptr>(devPtr)));
+  RT_IPC_CALL(drv::cuIpcCloseMemHandle(reinterpret_cast<CUdeviceptr>(devPtr)));
 }
 cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t event) {
   if (!handle) return reject(cudaErrorInvalidValue, "cudaIpcGetEventHandle", "null out-pointer");
@@ -218,17 +223,19 @@ cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t hand
   if (!event) return reject(cudaErrorInvalidValue, "cudaIpcOpenEventHandle", "null out-pointer");
   CUipcEventHandle h{};
   std::memcpy(&h, &handle, sizeof h);
-  CUDAMUX_RT_CALL(drv::cuIpcOpenEventHandle(event, h));
+  RT_IPC_CALL(drv::cuIpcOpenEventHandle(event, h));
 }
 cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length,
                                      unsigned int flags) {
-  CUDAMUX_RT_CALL(
+  RT_IPC_CALL(
       drv::cuStreamAttachMemAsync(stream, reinterpret_cast<CUdeviceptr>(devPtr), length, flags));
 }
 cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
                                           unsigned int flags) {
-  CUDAMUX_RT_CALL(drv::cuStreamAttachMemAsync_ptsz(stream, reinterpret_cast<CUdeviceptr>(devPtr),
-                                                   length, flags));
+  RT_IPC_CALL(drv::cuStreamAttachMemAsync_ptsz(stream, reinterpret_cast<CUdeviceptr>(devPtr),
+                                               length, flags));
 }
+
+#undef RT_IPC_CALL
 
 }  // namespace cudamux::rt::impl
