@@ -16,13 +16,6 @@ using Ipc = Driver;
 constexpr char kHipHasNoIpc[] =
     "the hip backend has no IPC yet (CUDA_ERROR_NOT_SUPPORTED; docs/backends/hip.md)";
 
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 std::string hex(const void* p, size_t n) {
   std::string out;
   char two[3];

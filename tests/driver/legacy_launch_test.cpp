@@ -16,13 +16,6 @@ using LegacyLaunch = Driver;
 using ContextEvent = Driver;
 using AttachMem = Driver;
 
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 constexpr char kFillSource[] =
     R"(extern "C" __global__ void fill(unsigned* out, unsigned v, float f) {
   const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;

@@ -19,15 +19,6 @@ constexpr char kHipHasNoMemOps[] =
     "the hip backend has no stream memory operations yet (CUDA_ERROR_NOT_SUPPORTED; "
     "docs/backends/hip.md)";
 
-// What NVIDIA's driver leaves undocumented (the exact code for arguments it may accept or
-// check later): cudamux answers them; the oracle run skips them.
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 // Page-locked host memory a wait can watch while the host writes it.
 struct HostFlag {
   void* host = nullptr;
