@@ -207,6 +207,17 @@ CUresult capture_host(Stream& s, CUhostFn fn, void* user, const char* api) {
   });
 }
 
+CUresult capture_memops(Stream& s, unsigned count, const CUstreamBatchMemOpParams* ops, bool v2,
+                        const char* fn) {
+  if (count == 0) return CUDA_SUCCESS;  // nothing to record
+  MemOpParams m;
+  m.ctx = s.ctx;
+  if (CUresult r = prepare_memops(*s.ctx, count, ops, 0, v2, m.prepared, fn)) return r;
+  m.ops.assign(ops, ops + count);
+  return add_captured(s, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, fn,
+                      [&](GraphNode& n) { n.memop = std::move(m); });
+}
+
 CUresult capture_mem_alloc(Stream& s, std::size_t bytes, CUdeviceptr& out, const char* fn) {
   std::lock_guard lock(graph_mutex());
   StreamCapture* sc = nullptr;

@@ -115,7 +115,9 @@ void quiesce_all_contexts(bool lifetime_held) {
 void destroy_context_contents(Context& ctx) {
   Core& core = Core::get();
   // Outstanding work finishes first, as with CUDA's implicit synchronisation on destroy;
-  // that of other contexts too, since it may use this context's memory (issue 9).
+  // that of other contexts too, since it may use this context's memory (issue 9). Stream
+  // value waits nothing will satisfy any more end first (issue 17).
+  ctx.impl->interrupt_waits();
   (void)ctx.impl->synchronize();
   quiesce_all_contexts(/*lifetime_held=*/true);
   abandon_captures(ctx);     // issue 16
@@ -139,6 +141,7 @@ void destroy_context_contents(Context& ctx) {
     if (core.streams.erase(reinterpret_cast<std::uintptr_t>(s->handle))) delete s;
   }
   ctx.legacy.reset();
+  ctx.gather_queue.reset();     // issue 17 (stream_extras.cpp)
   unload_context_modules(ctx);  // issue #3: a context's modules die with it (module.cpp)
   {
     std::unique_lock lock(core.alloc_mutex);
@@ -151,7 +154,13 @@ void destroy_context_contents(Context& ctx) {
       void* p = reinterpret_cast<void*>(a.base);
       switch (a.kind) {
         case AllocKind::device:
-          (void)ctx.impl->free(p);
+          if (a.ipc_mapping) {
+            backend::Status st;
+            (void)ctx.impl->ipc_close_memory(p, st);
+            forget_ipc_mapping(ctx, a.base);
+          } else {
+            (void)ctx.impl->free(p);
+          }
           break;
         case AllocKind::host_alloc:
           (void)ctx.impl->free_host(p);

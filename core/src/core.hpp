@@ -111,6 +111,9 @@ struct Context {
   // issue 16: blocking streams of this context that are capturing; while any is, work on the
   // legacy stream is an illegal implicit dependency (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
   std::atomic<int> blocking_captures{0};
+  // cuCtxRecordEvent (issue 17): a queue of no stream that waits for every stream's work so
+  // far and records the event; made on first use, guarded by order_mutex.
+  std::unique_ptr<backend::Queue> gather_queue;
 
   // --- issue #3 (module.cpp, launch.cpp) ---
   // Sticky error: set when a query/synchronize reports an unrecoverable kernel error;
@@ -139,6 +142,8 @@ struct Context {
 // Runs and forgets the context-local storage destructors of `ctx` (export_tables.cpp); called
 // before a context is destroyed or reset, without core locks held, since they call back in.
 void release_local_storage(CUcontext ctx) noexcept;
+// Drops the record of an IPC mapping of `ctx` (ipc.cpp), unmapped with its context.
+void forget_ipc_mapping(Context& ctx, std::uintptr_t base) noexcept;
 
 enum class AllocKind : std::uint8_t { device, host_alloc, host_registered, managed };
 
@@ -154,6 +159,9 @@ struct Allocation {
   // A mapping of virtual memory management (vmm.cpp): device memory of no context, freed only
   // through cuMemUnmap (cuMemFree refuses it).
   bool virtual_mapping = false;
+  // Another process's allocation opened with cuIpcOpenMemHandle (ipc.cpp): device memory of
+  // `ctx`, unmapped by cuIpcCloseMemHandle (cuMemFree refuses it) or with its context.
+  bool ipc_mapping = false;
 };
 
 struct PrimaryContext {
@@ -326,6 +334,13 @@ struct Function {
   // What every launch checks that cannot change once the function is loaded (launch.cpp):
   // read from the backend on the first launch (each is a virtual call, a driver call on a
   // cache miss of the cuda backend), then kept. Written before launch_ready is set.
+  // The legacy launch API's state (cuFuncSetBlockShape, cuFuncSetSharedSize, cuParamSet*;
+  // legacy_launch.cpp), per function as in NVIDIA's driver; guarded by legacy_mutex.
+  std::mutex legacy_mutex;
+  int legacy_block[3] = {0, 0, 0};  // 0: never set
+  unsigned legacy_shared = 0;
+  std::vector<std::byte> legacy_params;  // the cuParamSet* buffer
+  std::size_t legacy_param_size = 0;     // cuParamSetSize
   std::atomic<bool> launch_ready{false};
   std::atomic<int> launch_max_threads{0};         // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
   std::atomic<int> launch_regs{0};                // CU_FUNC_ATTRIBUTE_NUM_REGS

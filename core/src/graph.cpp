@@ -94,6 +94,7 @@ void copy_payload(const GraphNode& from, GraphNode& to) {
   to.alloc = from.alloc;
   to.alloc.params.accessDescs = to.alloc.access.empty() ? nullptr : to.alloc.access.data();
   to.free_ptr = from.free_ptr;
+  to.memop = from.memop;
   if (from.child) {
     to.child = clone_graph(*from.child);
     if (to.child) to.child->parent = &to;
@@ -203,6 +204,20 @@ CUresult prepare_fill(const CUDA_MEMSET_NODE_PARAMS& p, CUcontext ctx, FillParam
   return CUDA_SUCCESS;
 }
 
+CUresult prepare_memop_node(const CUDA_BATCH_MEM_OP_NODE_PARAMS& p, MemOpParams& out,
+                            const char* fn) {
+  MemOpParams m;
+  if (CUresult r = context_or_current(p.ctx, m.ctx, fn)) return r;
+  if (p.count == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "no operations");
+  // Nodes take the _v2 API's operations (barriers included).
+  if (CUresult r = prepare_memops(*m.ctx, p.count, p.paramArray, p.flags, true, m.prepared, fn))
+    return r;
+  m.ops.assign(p.paramArray, p.paramArray + p.count);
+  m.flags = p.flags;
+  out = std::move(m);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace cudamux::core
 
 namespace cudamux::impl {
@@ -278,6 +293,7 @@ CUresult add_typed_node(CUgraphNode* out, CUgraph hGraph, const CUgraphNode* dep
   if (n.child) n.child->parent = &n;
   n.alloc = probe.alloc;
   n.free_ptr = probe.free_ptr;
+  n.memop = std::move(probe.memop);
   *out = n.handle;
   return CUDA_SUCCESS;
 }
@@ -398,8 +414,11 @@ CUresult fill_generic(GraphNode& probe, CUgraphNodeParams& p, const char* fn) {
       if (CUresult r = core::prepare_free(p.free.dptr, fn)) return r;
       probe.free_ptr = p.free.dptr;
       return CUDA_SUCCESS;
-    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
-      return not_supported_node(fn, "batch memory operation");
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+      const CUDA_BATCH_MEM_OP_NODE_PARAMS m{p.memOp.ctx, p.memOp.count, p.memOp.paramArray,
+                                            p.memOp.flags};
+      return core::prepare_memop_node(m, probe.memop, fn);
+    }
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return not_supported_node(fn, "conditional");
     default:
@@ -925,6 +944,38 @@ CUresult cuGraphHostNodeSetParams(CUgraphNode h, const CUDA_HOST_NODE_PARAMS* p)
   return CUDA_SUCCESS;
 }
 
+CUresult cuGraphAddBatchMemOpNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                  const CUDA_BATCH_MEM_OP_NODE_PARAMS* p) {
+  const char* fn = "cuGraphAddBatchMemOpNode";
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null parameters");
+  return add_typed_node(
+      out, g, deps, nullptr, n, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, fn,
+      [&](GraphNode& probe) { return core::prepare_memop_node(*p, probe.memop, fn); });
+}
+
+CUresult cuGraphBatchMemOpNodeGetParams(CUgraphNode h, CUDA_BATCH_MEM_OP_NODE_PARAMS* p) {
+  const char* fn = "cuGraphBatchMemOpNodeGetParams";
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  std::lock_guard lock(core::graph_mutex());
+  GraphNode* n = nullptr;
+  if (CUresult r = typed_node(h, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, n, fn)) return r;
+  // The array stays the node's, valid until its parameters change (as in CUDA).
+  p->ctx = n->memop.ctx->handle;
+  p->count = static_cast<unsigned>(n->memop.ops.size());
+  p->paramArray = n->memop.ops.data();
+  p->flags = n->memop.flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode h, const CUDA_BATCH_MEM_OP_NODE_PARAMS* p) {
+  const char* fn = "cuGraphBatchMemOpNodeSetParams";
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null parameters");
+  std::lock_guard lock(core::graph_mutex());
+  GraphNode* n = nullptr;
+  if (CUresult r = typed_node(h, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, n, fn)) return r;
+  return core::prepare_memop_node(*p, n->memop, fn);
+}
+
 CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph* phGraph) {
   const char* fn = "cuGraphChildGraphNodeGetGraph";
   if (!phGraph) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
@@ -990,6 +1041,7 @@ CUresult cuGraphNodeSetParams(CUgraphNode h, CUgraphNodeParams* p) {
   n->fill = probe.fill;
   n->host = probe.host;
   n->event = probe.event;
+  n->memop = std::move(probe.memop);
   return CUDA_SUCCESS;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core.hpp"
+#include "stream_memop.hpp"
 
 namespace cudamux::core {
 
@@ -67,6 +68,15 @@ struct FillParams {
   backend::FillDesc desc;
 };
 
+// A batch memory operation node (issue 17): the operations as given (GetParams hands out
+// `ops`) and as validated.
+struct MemOpParams {
+  Context* ctx = nullptr;
+  std::vector<CUstreamBatchMemOpParams> ops;
+  std::vector<MemOp> prepared;
+  unsigned flags = 0;
+};
+
 struct GraphAllocation;  // graph_memory.cpp
 struct AllocParams {
   CUDA_MEM_ALLOC_NODE_PARAMS params{};
@@ -92,6 +102,7 @@ struct GraphNode {
   std::unique_ptr<Graph> child;  // child graph node (owned)
   AllocParams alloc;
   CUdeviceptr free_ptr = 0;  // mem free node
+  MemOpParams memop;         // batch memory operation node
 };
 
 struct Graph {
@@ -119,6 +130,7 @@ struct ExecNode {
   std::unique_ptr<GraphExec> child;
   AllocParams alloc;
   CUdeviceptr free_ptr = 0;
+  MemOpParams memop;
 };
 
 struct GraphExec {
@@ -210,6 +222,8 @@ CUresult prepare_kernel(const CUDA_KERNEL_NODE_PARAMS& p, KernelParams& out, con
 CUresult prepare_copy(const CUDA_MEMCPY3D& p, CUcontext ctx, CopyParams& out, const char* fn);
 CUresult prepare_fill(const CUDA_MEMSET_NODE_PARAMS& p, CUcontext ctx, FillParams& out,
                       const char* fn);
+CUresult prepare_memop_node(const CUDA_BATCH_MEM_OP_NODE_PARAMS& p, MemOpParams& out,
+                            const char* fn);
 
 // --- graph memory nodes (graph_memory.cpp) ---
 

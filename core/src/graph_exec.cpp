@@ -41,6 +41,7 @@ void copy_exec_payload(const GraphNode& n, ExecNode& e) {
   e.event = n.event;
   e.alloc = n.alloc;
   e.free_ptr = n.free_ptr;
+  e.memop = n.memop;
 }
 
 namespace {
@@ -150,6 +151,15 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
         if (Event* e = event_of(n.event);
             e && (capturing || e->recorded.load(std::memory_order_acquire)))
           st = q.wait(*e->impl);
+        break;
+      case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        if (!n.enabled) break;
+        for (const MemOp& op : n.memop.prepared) {
+          bool supported = true;
+          st = submit_memop(q, op, supported);
+          if (!supported) st = Core::get().backend().errors().not_supported();
+          if (!st.ok()) break;
+        }
         break;
       default:
         break;
@@ -309,6 +319,28 @@ UpdateResult update_allowed(const ExecNode& e, const GraphNode& n) {
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return e.free_ptr == n.free_ptr ? CU_GRAPH_EXEC_UPDATE_SUCCESS
                                       : CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+      // Addresses, values and wait conditions may change; the context, the number and kinds
+      // of operations and the FLUSH bit may not (CUDA's rule).
+      const auto& a = e.memop.ops;
+      const auto& b = n.memop.ops;
+      if (e.memop.ctx != n.memop.ctx || a.size() != b.size())
+        return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].operation != b[i].operation) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        const bool wait = a[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+                          a[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+        const bool write = a[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
+                           a[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        if (wait && ((a[i].waitValue.flags ^ b[i].waitValue.flags) & CU_STREAM_WAIT_VALUE_FLUSH))
+          return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        if (write && a[i].writeValue.flags != b[i].writeValue.flags)
+          return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        if (!wait && !write && std::memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+          return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+      }
+      return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    }
     default:
       return CU_GRAPH_EXEC_UPDATE_SUCCESS;
   }
@@ -640,6 +672,16 @@ CUresult cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNode n,
   });
 }
 
+CUresult cuGraphExecBatchMemOpNodeSetParams(CUgraphExec x, CUgraphNode n,
+                                            const CUDA_BATCH_MEM_OP_NODE_PARAMS* p) {
+  const char* fn = "cuGraphExecBatchMemOpNodeSetParams";
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null parameters");
+  return exec_set(x, n, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, fn,
+                  [&](GraphNode& probe, const ExecNode&) {
+                    return core::prepare_memop_node(*p, probe.memop, fn);
+                  });
+}
+
 namespace {
 CUresult exec_event_set(CUgraphExec x, CUgraphNode n, CUgraphNodeType type, CUevent e,
                         const char* fn) {
@@ -706,6 +748,11 @@ CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgraphNodeParam
       return impl::cuGraphExecEventRecordNodeSetEvent(x, n, p->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
       return impl::cuGraphExecEventWaitNodeSetEvent(x, n, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+      const CUDA_BATCH_MEM_OP_NODE_PARAMS m{p->memOp.ctx, p->memOp.count, p->memOp.paramArray,
+                                            p->memOp.flags};
+      return impl::cuGraphExecBatchMemOpNodeSetParams(x, n, &m);
+    }
     case CU_GRAPH_NODE_TYPE_EMPTY:
       return exec_set(x, n, CU_GRAPH_NODE_TYPE_EMPTY, fn,
                       [](GraphNode&, const ExecNode&) { return CUDA_SUCCESS; });

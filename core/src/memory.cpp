@@ -396,7 +396,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     auto it = core.allocations.find(dptr);
     if (it == core.allocations.end() ||
         (it->second.kind != AllocKind::device && it->second.kind != AllocKind::managed) ||
-        it->second.virtual_mapping)
+        it->second.virtual_mapping || it->second.ipc_mapping)
       return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFree",
                     "not the base of a live device allocation");
     a = it->second;

@@ -528,6 +528,12 @@ class DeviceContext {
     return false;
   }
 
+  // The context is being destroyed (issue 17): pending and later Queue::wait_value operations
+  // of its queues end as if satisfied, so that the destruction's synchronisation cannot hang
+  // on a wait nothing will ever satisfy. A backend whose waits the device ends by itself (or
+  // that has none) keeps the default.
+  virtual void interrupt_waits() noexcept {}
+
   // cuLinkCreate ... cuLinkComplete: links `inputs` (kinds from Backend::image_kinds(), plus
   // host objects and libraries for a device that links them) into one image that load_module
   // takes, written to `out`; `options` are the program's JIT options other than the log

@@ -1,5 +1,7 @@
 // Runtime API: streams and events. cudaStream_t is CUstream and cudaEvent_t is CUevent,
 // so these are the driver's functions behind the runtime's context binding.
+#include <cstring>
+
 #include "cudamux/driver_impl.hpp"
 #include "cudamux/runtime_impl.hpp"
 #include "rt_internal.hpp"
@@ -177,5 +179,63 @@ cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
 }
 
 #undef CUDAMUX_RT_CALL
+
+// --- IPC and managed memory attachment (issue 17): the handles have the driver's layout ---
+#define RT_IPC_CALL(expr)                    \
+  do {                                       \
+    if (cudaError_t e_ = enter()) return e_; \
+    return map(expr);                        \
+  } while (0)
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CUipcMemHandle));
+static_assert(sizeof(cudaIpcEventHandle_t) == sizeof(CUipcEventHandle));
+
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
+  if (!handle) return reject(cudaErrorInvalidValue, "cudaIpcGetMemHandle", "null out-pointer");
+  if (cudaError_t e = enter()) return e;
+  CUipcMemHandle h{};
+  if (const CUresult r = drv::cuIpcGetMemHandle(&h, reinterpret_cast<CUdeviceptr>(devPtr)))
+    return map(r);
+  std::memcpy(handle, &h, sizeof h);
+  return cudaSuccess;
+}
+cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+  if (!devPtr) return reject(cudaErrorInvalidValue, "cudaIpcOpenMemHandle", "null out-pointer");
+  if (cudaError_t e = enter()) return e;
+  CUipcMemHandle h{};
+  std::memcpy(&h, &handle, sizeof h);
+  CUdeviceptr p = 0;
+  if (const CUresult r = drv::cuIpcOpenMemHandle_v2(&p, h, flags)) return map(r);
+  *devPtr = reinterpret_cast<void*>(p);
+  return cudaSuccess;
+}
+cudaError_t cudaIpcCloseMemHandle(void* devPtr) {
+  RT_IPC_CALL(drv::cuIpcCloseMemHandle(reinterpret_cast<CUdeviceptr>(devPtr)));
+}
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t event) {
+  if (!handle) return reject(cudaErrorInvalidValue, "cudaIpcGetEventHandle", "null out-pointer");
+  if (cudaError_t e = enter()) return e;
+  CUipcEventHandle h{};
+  if (const CUresult r = drv::cuIpcGetEventHandle(&h, event)) return map(r);
+  std::memcpy(handle, &h, sizeof h);
+  return cudaSuccess;
+}
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t handle) {
+  if (!event) return reject(cudaErrorInvalidValue, "cudaIpcOpenEventHandle", "null out-pointer");
+  CUipcEventHandle h{};
+  std::memcpy(&h, &handle, sizeof h);
+  RT_IPC_CALL(drv::cuIpcOpenEventHandle(event, h));
+}
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length,
+                                     unsigned int flags) {
+  RT_IPC_CALL(
+      drv::cuStreamAttachMemAsync(stream, reinterpret_cast<CUdeviceptr>(devPtr), length, flags));
+}
+cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
+                                          unsigned int flags) {
+  RT_IPC_CALL(drv::cuStreamAttachMemAsync_ptsz(stream, reinterpret_cast<CUdeviceptr>(devPtr),
+                                               length, flags));
+}
+
+#undef RT_IPC_CALL
 
 }  // namespace cudamux::rt::impl

@@ -424,6 +424,24 @@ class NvidiaQueue final : public be::Queue {
     return submitted(api_.cuGraphLaunch(static_cast<NvidiaGraph&>(graph).handle(), stream_));
   }
   be::Status query() override { return status(api_.cuStreamQuery(stream_)); }
+  bool wait_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                  be::Status& st) override {
+    if (!api_.cuStreamWaitValue32_v2 || !api_.cuStreamWaitValue64_v2) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    st = submitted(bytes == 8 ? api_.cuStreamWaitValue64_v2(stream_, dptr(addr), value, flags)
+                              : api_.cuStreamWaitValue32_v2(stream_, dptr(addr),
+                                                            static_cast<cuuint32_t>(value), flags));
+    return true;
+  }
+  bool write_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                   be::Status& st) override {
+    if (!api_.cuStreamWriteValue32_v2 || !api_.cuStreamWriteValue64_v2) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    st = submitted(bytes == 8 ? api_.cuStreamWriteValue64_v2(stream_, dptr(addr), value, flags)
+                              : api_.cuStreamWriteValue32_v2(
+                                    stream_, dptr(addr), static_cast<cuuint32_t>(value), flags));
+    return true;
+  }
   be::Status prefetch(void* ptr, std::size_t bytes, CUmemLocation to) override {
     if (!api_.cuMemPrefetchAsync_v2) return be::kOk;  // placement only: nothing to emulate
     if (to.type == CU_MEM_LOCATION_TYPE_DEVICE) {
@@ -694,6 +712,51 @@ class NvidiaContext final : public be::DeviceContext {
     if (const CUresult r = api_.cuEventCreate(&e, flags); r != CUDA_SUCCESS) return status(r);
     out = std::make_unique<NvidiaEvent>(api_, e);
     return be::kOk;
+  }
+  // IPC (issue 17): NVIDIA's handles as they are.
+  bool ipc_export_memory(void* base, std::size_t /*bytes*/, CUipcMemHandle& out,
+                         be::Status& st) override {
+    if (!api_.cuIpcGetMemHandle) return false;
+    if (st = make_current(api_, ctx_); st.ok())
+      st = status(api_.cuIpcGetMemHandle(&out, dptr(base)));
+    return true;
+  }
+  bool ipc_open_memory(const CUipcMemHandle& handle, unsigned flags, void** out, std::size_t& bytes,
+                       be::Status& st) override {
+    if (!api_.cuIpcOpenMemHandle_v2) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    CUdeviceptr p = 0;
+    st = status(api_.cuIpcOpenMemHandle_v2(&p, handle, flags));
+    if (!st.ok()) return true;
+    *out = reinterpret_cast<void*>(p);
+    // The size of the mapping, for the core's registry (NVIDIA's own range query).
+    bytes = 0;
+    if (api_.cuMemGetAddressRange_v2) {
+      CUdeviceptr b = 0;
+      std::size_t size = 0;
+      if (api_.cuMemGetAddressRange_v2(&b, &size, p) == CUDA_SUCCESS) bytes = size - (p - b);
+    }
+    return true;
+  }
+  bool ipc_close_memory(void* ptr, be::Status& st) override {
+    if (!api_.cuIpcCloseMemHandle) return false;
+    if (st = make_current(api_, ctx_); st.ok()) st = status(api_.cuIpcCloseMemHandle(dptr(ptr)));
+    return true;
+  }
+  bool ipc_export_event(be::Event& event, CUipcEventHandle& out, be::Status& st) override {
+    if (!api_.cuIpcGetEventHandle) return false;
+    if (st = make_current(api_, ctx_); st.ok())
+      st = status(api_.cuIpcGetEventHandle(&out, static_cast<NvidiaEvent&>(event).handle()));
+    return true;
+  }
+  bool ipc_open_event(const CUipcEventHandle& handle, std::unique_ptr<be::Event>& out,
+                      be::Status& st) override {
+    if (!api_.cuIpcOpenEventHandle) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    CUevent e = nullptr;
+    st = status(api_.cuIpcOpenEventHandle(&e, handle));
+    if (st.ok()) out = std::make_unique<NvidiaEvent>(api_, e);
+    return true;
   }
   be::Status synchronize() override {
     // This cudamux context's queues only: with shared primary contexts, cuCtxSynchronize

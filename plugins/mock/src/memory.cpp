@@ -1,5 +1,7 @@
 #include "memory.hpp"
 
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -64,8 +66,23 @@ void DeviceMemoryAccess::reassert() noexcept {
 
 std::unique_ptr<DeviceArena> DeviceArena::create(std::size_t capacity, std::string& error) {
   const std::size_t reserved = round_up(capacity, page_size());
-  void* base =
-      ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // Backed by a memfd (sparse: pages exist once touched) so that cuIpcGetMemHandle can share
+  // an allocation with another process (issue 17); anonymous memory when that fails.
+  int fd = ::memfd_create("cudamux-mock-device", MFD_CLOEXEC);
+  if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(reserved)) != 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  void* base = MAP_FAILED;
+  if (fd >= 0) {
+    base = ::mmap(nullptr, reserved, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (base == MAP_FAILED) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  if (base == MAP_FAILED)
+    base = ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     error = std::string("cannot reserve ") + std::to_string(reserved) +
             " bytes of address space for a mock device: " + std::strerror(errno);
@@ -73,17 +90,28 @@ std::unique_ptr<DeviceArena> DeviceArena::create(std::size_t capacity, std::stri
   }
   cudamux_memcheck_add_arena(base, reserved);  // issue 9: reports tell device memory apart
   return std::unique_ptr<DeviceArena>(new DeviceArena(static_cast<std::byte*>(base), reserved,
-                                                      round_down(capacity, kDeviceAlignment)));
+                                                      round_down(capacity, kDeviceAlignment), fd));
 }
 
-DeviceArena::DeviceArena(std::byte* base, std::size_t reserved, std::size_t capacity)
-    : base_(base), reserved_(reserved), capacity_(capacity) {
+DeviceArena::DeviceArena(std::byte* base, std::size_t reserved, std::size_t capacity, int fd)
+    : base_(base), reserved_(reserved), capacity_(capacity), fd_(fd) {
   if (capacity_ > 0) insert_free(0, capacity_);
 }
 
 DeviceArena::~DeviceArena() {
   cudamux_memcheck_remove_arena(base_);
   ::munmap(base_, reserved_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool DeviceArena::locate(const void* ptr, std::size_t& offset, std::size_t& size) const {
+  if (!contains(ptr)) return false;
+  offset = static_cast<std::size_t>(static_cast<const std::byte*>(ptr) - base_);
+  std::lock_guard lock(mu_);
+  const auto it = live_.find(offset);
+  if (it == live_.end() || it->second.kind != Kind::device) return false;
+  size = it->second.size;
+  return true;
 }
 
 void DeviceArena::insert_free(std::size_t offset, std::size_t size) {
@@ -123,7 +151,15 @@ void DeviceArena::release_locked(std::size_t offset, std::size_t size) {
       std::max(round_up(offset, page_size()), round_down(freed_begin, page_size()));
   const std::size_t last =
       std::min(round_down(offset + size, page_size()), round_up(freed_end, page_size()));
-  if (last > first) ::madvise(base_ + first, last - first, MADV_DONTNEED);
+  if (last > first) {
+    // A shared mapping keeps its pages in the memfd: punch them out of it (fresh zero pages
+    // later, as MADV_DONTNEED gives anonymous memory).
+    if (fd_ >= 0)
+      (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(first),
+                        static_cast<off_t>(last - first));
+    else
+      ::madvise(base_ + first, last - first, MADV_DONTNEED);
+  }
 }
 
 CUresult DeviceArena::allocate(std::size_t bytes, Kind kind, void** out) {

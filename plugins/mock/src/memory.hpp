@@ -59,12 +59,17 @@ class DeviceArena {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::size_t used() const;
   [[nodiscard]] bool contains(const void* ptr) const noexcept;
+  // IPC (issue 17): the file descriptor backing the arena (a memfd another process opens
+  // through /proc/<pid>/fd/<fd>; -1 when it could not be made) and where the live device
+  // allocation based at `ptr` lies in it. false when `ptr` is no such base.
+  [[nodiscard]] int shared_fd() const noexcept { return fd_; }
+  bool locate(const void* ptr, std::size_t& offset, std::size_t& size) const;
   // Device allocations from now on carry `key` (see device_memory_key) and take whole pages,
   // so that no page is shared with managed memory, which host code may touch.
   void protect_device_allocations(int key) noexcept { key_ = key; }
 
  private:
-  DeviceArena(std::byte* base, std::size_t reserved, std::size_t capacity);
+  DeviceArena(std::byte* base, std::size_t reserved, std::size_t capacity, int fd);
   void insert_free(std::size_t offset, std::size_t size);
   void erase_free(std::map<std::size_t, std::size_t>::iterator it);
   // Returns [offset, offset+size) to the free lists, coalescing; mu_ held.
@@ -84,6 +89,7 @@ class DeviceArena {
   std::unordered_map<std::size_t, Live> live_;                  // offset -> allocation
   std::size_t used_ = 0;
   int key_ = -1;
+  const int fd_ = -1;
 };
 
 // Page-locked (here: ordinary, page-aligned) host allocations and registered host ranges.

@@ -12,6 +12,7 @@
 #include "cudamux/backend.hpp"
 #include "faults.hpp"
 #include "images.hpp"
+#include "ipc.hpp"
 #include "kernels.hpp"
 #include "memory.hpp"
 #include "queue.hpp"
@@ -147,6 +148,14 @@ class FaultQueue final : public be::Queue {
   be::Status launch(const be::LaunchDesc& d) override {
     return run(Op::launch, [&] { return inner_->launch(d); });
   }
+  bool wait_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                  be::Status& st) override {
+    return inner_->wait_value(addr, bytes, value, flags, st);
+  }
+  bool write_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                   be::Status& st) override {
+    return inner_->write_value(addr, bytes, value, flags, st);
+  }
 
  private:
   template <class F>
@@ -260,6 +269,38 @@ class MockContext final : public be::DeviceContext {
             std::vector<unsigned char>& out, std::string& log, be::Status& st) override {
     st = link_images(inputs, out, log);
     return true;
+  }
+  // IPC (issue 17; ipc.hpp).
+  bool ipc_export_memory(void* base, std::size_t /*bytes*/, CUipcMemHandle& out,
+                         be::Status& st) override {
+    st = status(mock::ipc_export_memory(arena_, base, out));
+    return true;
+  }
+  bool ipc_open_memory(const CUipcMemHandle& handle, unsigned /*flags: one address space*/,
+                       void** out, std::size_t& bytes, be::Status& st) override {
+    st = status(mock::ipc_open_memory(handle, out, bytes));
+    return true;
+  }
+  bool ipc_close_memory(void* ptr, be::Status& st) override {
+    st = status(mock::ipc_close_memory(ptr));
+    return true;
+  }
+  bool ipc_export_event(be::Event& event, CUipcEventHandle& out, be::Status& st) override {
+    auto* e = dynamic_cast<MockEvent*>(&event);
+    st = e ? status(e->export_ipc(out)) : status(CUDA_ERROR_INVALID_HANDLE);
+    return true;
+  }
+  bool ipc_open_event(const CUipcEventHandle& handle, std::unique_ptr<be::Event>& out,
+                      be::Status& st) override {
+    CUresult r = CUDA_SUCCESS;
+    auto shared = IpcEventState::open(handle, r);
+    if (shared) out = std::make_unique<MockEvent>(std::move(shared));
+    st = status(r);
+    return true;
+  }
+  void interrupt_waits() noexcept override {
+    std::lock_guard lock(queues_->mu);
+    for (auto* q : queues_->queues) q->interrupt_waits();
   }
   be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     if (const auto st = faults_->check(Op::load_module); !st.ok()) return st;

@@ -107,9 +107,9 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(CONCURRENT_MANAGED_ACCESS, 1),
     ROW(COMPUTE_PREEMPTION_SUPPORTED, 1),
     ROW(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 1),  // host_device_pointer is the identity
-    ROW(CAN_USE_STREAM_MEM_OPS_V1, 0),  // no stream memory operations in the interface
-    ROW(CAN_USE_64_BIT_STREAM_MEM_OPS_V1, 0),
-    ROW(CAN_USE_STREAM_WAIT_VALUE_NOR_V1, 0),
+    ROW(CAN_USE_STREAM_MEM_OPS_V1, 1),  // Queue::wait_value / write_value (issue 17)
+    ROW(CAN_USE_64_BIT_STREAM_MEM_OPS_V1, 1),
+    ROW(CAN_USE_STREAM_WAIT_VALUE_NOR_V1, 1),
     ROW(COOPERATIVE_LAUNCH, 1),
     ROW(COOPERATIVE_MULTI_DEVICE_LAUNCH, 0),  // deprecated and gone on 9.0
     ROW(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024),
@@ -137,10 +137,10 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(MEMPOOL_SUPPORTED_HANDLE_TYPES, 0),
     ROW(CLUSTER_LAUNCH, 1),  // a 9.0 feature that launch-configuration code queries
     ROW(DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, 0),
-    ROW(CAN_USE_64_BIT_STREAM_MEM_OPS, 0),
-    ROW(CAN_USE_STREAM_WAIT_VALUE_NOR, 0),
+    ROW(CAN_USE_64_BIT_STREAM_MEM_OPS, 1),
+    ROW(CAN_USE_STREAM_WAIT_VALUE_NOR, 1),
     ROW(DMA_BUF_SUPPORTED, 0),
-    ROW(IPC_EVENT_SUPPORTED, 0),  // no interprocess events
+    ROW(IPC_EVENT_SUPPORTED, 1),  // events shared through a memfd (issue 17)
     ROW(MEM_SYNC_DOMAIN_COUNT, 4),
     ROW(TENSOR_MAP_ACCESS_SUPPORTED, 1),
     ROW(HANDLE_TYPE_FABRIC_SUPPORTED, 0),

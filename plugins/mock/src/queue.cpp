@@ -1,7 +1,10 @@
 #include "queue.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "memory.hpp"
 
@@ -87,6 +90,7 @@ void run_fill(const be::FillDesc& f) noexcept {
 
 void RecordSignal::complete() noexcept {
   when = std::chrono::steady_clock::now();
+  if (ipc) ipc->complete(generation);
   done.store(true, std::memory_order_release);
   done.notify_all();
 }
@@ -100,9 +104,32 @@ void RecordSignal::wait() const noexcept {
 std::shared_ptr<RecordSignal> MockEvent::begin_record() {
   auto signal = std::make_shared<RecordSignal>();
   std::lock_guard lock(mu_);
-  signal->generation = ++generation_;
+  if (ipc_) {
+    signal->ipc = ipc_;
+    signal->generation = ipc_->begin_record();
+  } else {
+    signal->generation = ++generation_;
+  }
   last_ = signal;
   return signal;
+}
+
+CUresult MockEvent::export_ipc(CUipcEventHandle& out) {
+  std::lock_guard lock(mu_);
+  if (!ipc_) {
+    const bool pending = last_ && !last_->done.load(std::memory_order_acquire);
+    ipc_ = IpcEventState::create(generation_, pending ? generation_ - 1 : generation_);
+    if (!ipc_) return CUDA_ERROR_MAP_FAILED;
+    // A record still pending completes the shared counter too.
+    if (pending) last_->ipc = ipc_;
+  }
+  ipc_->handle(out);
+  return CUDA_SUCCESS;
+}
+
+std::shared_ptr<IpcEventState> MockEvent::ipc() const {
+  std::lock_guard lock(mu_);
+  return ipc_;
 }
 
 std::shared_ptr<RecordSignal> MockEvent::last_record() const {
@@ -111,12 +138,18 @@ std::shared_ptr<RecordSignal> MockEvent::last_record() const {
 }
 
 be::Status MockEvent::query() {
+  if (const auto shared = ipc())
+    return shared->done(shared->submitted()) ? be::kOk : status(CUDA_ERROR_NOT_READY);
   const auto signal = last_record();
   if (signal && !signal->done.load(std::memory_order_acquire)) return status(CUDA_ERROR_NOT_READY);
   return be::kOk;
 }
 
 be::Status MockEvent::synchronize() {
+  if (const auto shared = ipc()) {
+    shared->wait(shared->submitted());
+    return be::kOk;
+  }
   if (const auto signal = last_record()) signal->wait();
   return be::kOk;
 }
@@ -160,6 +193,7 @@ MockQueue::MockQueue(std::shared_ptr<QueueRegistry> registry, unsigned flags, in
 }
 
 MockQueue::~MockQueue() {
+  interrupt_waits();  // nothing waits for a destroyed queue's value waits any more
   {
     std::unique_lock lock(mu_);
     done_cv_.wait(lock, [&] { return completed_ == submitted_; });
@@ -221,6 +255,21 @@ void MockQueue::execute(const Op& op) {
     void operator()(const HostFunction& h) const { h.fn(h.user); }
     void operator()(const Record& r) const noexcept { r.signal->complete(); }
     void operator()(const Wait& w) const noexcept { w.signal->wait(); }
+    void operator()(const WaitValue& w) const noexcept { q->run_wait_value(w); }
+    void operator()(const IpcWait& w) const noexcept {
+      w.state->wait(w.generation, &q->interrupted_);
+    }
+    void operator()(const WriteValue& w) const noexcept {
+      const DeviceMemoryAccess access;
+      // Stream-ordered and visible to every other thread (a release store: what CUDA's
+      // default write, a fence before the store, promises).
+      if (w.bytes == 8)
+        std::atomic_ref(*static_cast<std::uint64_t*>(w.addr))
+            .store(w.value, std::memory_order_seq_cst);
+      else
+        std::atomic_ref(*static_cast<std::uint32_t*>(w.addr))
+            .store(static_cast<std::uint32_t>(w.value), std::memory_order_seq_cst);
+    }
     void operator()(const KernelLaunch& k) const {
       if (q->error_.load(std::memory_order_acquire) != 0) return;  // after a failure: skipped
       const int rc = execute_launch(k);
@@ -288,6 +337,11 @@ be::Status MockQueue::record(be::Event& event) {
 be::Status MockQueue::wait(be::Event& event) {
   auto* e = dynamic_cast<MockEvent*>(&event);
   if (e == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+  if (auto shared = e->ipc()) {
+    const std::uint64_t target = shared->submitted();
+    if (!shared->done(target)) submit(IpcWait{std::move(shared), target});
+    return be::kOk;
+  }
   auto signal = e->last_record();
   // Never recorded, or already complete: nothing to wait for (as in CUDA).
   if (!signal || signal->done.load(std::memory_order_acquire)) return be::kOk;
@@ -309,6 +363,75 @@ be::Status MockQueue::launch(const be::LaunchDesc& desc) {
   submit(std::move(k));
   return be::kOk;
 }
+
+namespace {
+// CUDA's CUstreamWaitValue_flags conditions, on values of 32 or 64 bits.
+template <class U, class S>
+bool wait_holds(U current, U value, unsigned condition) noexcept {
+  switch (condition) {
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return current == value;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (current & value) != 0;
+    case CU_STREAM_WAIT_VALUE_NOR:
+      return static_cast<U>(~(current | value)) != 0;
+    default:  // CU_STREAM_WAIT_VALUE_GEQ: cyclic greater-or-equal
+      return static_cast<S>(current - value) >= 0;
+  }
+}
+}  // namespace
+
+void MockQueue::run_wait_value(const WaitValue& w) const noexcept {
+  const unsigned condition = w.flags & 0xFu;
+  const auto holds = [&] {
+    const DeviceMemoryAccess access;
+    if (w.bytes == 8) {
+      const auto v =
+          std::atomic_ref(*static_cast<std::uint64_t*>(w.addr)).load(std::memory_order_acquire);
+      return wait_holds<std::uint64_t, std::int64_t>(v, w.value, condition);
+    }
+    const auto v =
+        std::atomic_ref(*static_cast<std::uint32_t*>(w.addr)).load(std::memory_order_acquire);
+    return wait_holds<std::uint32_t, std::int32_t>(v, static_cast<std::uint32_t>(w.value),
+                                                   condition);
+  };
+  // Polls: the writer may be anyone (a plain host store included), so there is nothing to be
+  // woken by. Spins briefly, then sleeps with a growing interval (at most 1 ms).
+  auto pause = std::chrono::microseconds(0);
+  for (unsigned spins = 0; !holds(); ++spins) {
+    if (interrupted_.load(std::memory_order_acquire)) return;
+    if (spins < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    pause = std::min(std::chrono::microseconds(1000), pause + std::chrono::microseconds(20));
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+bool MockQueue::wait_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                           be::Status& st) {
+  if (addr == nullptr || (bytes != 4 && bytes != 8)) {
+    st = status(CUDA_ERROR_INVALID_VALUE);
+    return true;
+  }
+  submit(WaitValue{addr, bytes, value, flags});
+  st = be::kOk;
+  return true;
+}
+
+bool MockQueue::write_value(void* addr, unsigned bytes, std::uint64_t value, unsigned /*flags*/,
+                            be::Status& st) {
+  if (addr == nullptr || (bytes != 4 && bytes != 8)) {
+    st = status(CUDA_ERROR_INVALID_VALUE);
+    return true;
+  }
+  submit(WriteValue{addr, bytes, value});
+  st = be::kOk;
+  return true;
+}
+
+void MockQueue::interrupt_waits() noexcept { interrupted_.store(true, std::memory_order_release); }
 
 be::Status MockQueue::synchronize() {
   std::uint64_t target = 0;

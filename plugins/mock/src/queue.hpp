@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cudamux/backend.hpp"
+#include "ipc.hpp"
 #include "kernels.hpp"
 
 namespace cudamux::mock {
@@ -26,6 +27,7 @@ struct RecordSignal {
   std::uint64_t generation = 0;  // 1 for the event's first record, 2 for the next, ...
   std::chrono::steady_clock::time_point when{};  // written before `done` is published
   std::atomic<bool> done{false};
+  std::shared_ptr<IpcEventState> ipc;  // an interprocess event's counters (issue 17)
 
   void complete() noexcept;
   void wait() const noexcept;
@@ -34,6 +36,9 @@ struct RecordSignal {
 class MockEvent final : public be::Event {
  public:
   explicit MockEvent(unsigned flags) : flags_(flags) {}
+  // An event opened from another process's handle (cuIpcOpenEventHandle).
+  explicit MockEvent(std::shared_ptr<IpcEventState> ipc)
+      : flags_(CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS), ipc_(std::move(ipc)) {}
   be::Status query() override;
   be::Status synchronize() override;
   be::Status elapsed_since(const be::Event& start, float& ms) const override;
@@ -42,12 +47,17 @@ class MockEvent final : public be::Event {
   std::shared_ptr<RecordSignal> begin_record();
   // The record last submitted (nullptr if never recorded).
   [[nodiscard]] std::shared_ptr<RecordSignal> last_record() const;
+  // Interprocess events (issue 17): from the first export on, records count in memory the
+  // other process shares, and queries and waits follow those counters.
+  CUresult export_ipc(CUipcEventHandle& out);
+  [[nodiscard]] std::shared_ptr<IpcEventState> ipc() const;
 
  private:
   const unsigned flags_;
   mutable std::mutex mu_;
   std::uint64_t generation_ = 0;
   std::shared_ptr<RecordSignal> last_;
+  std::shared_ptr<IpcEventState> ipc_;
 };
 
 class MockQueue;
@@ -90,6 +100,15 @@ class MockQueue final : public be::Queue {
   // Validates, copies the arguments and enqueues; the blocks run on the pool when the
   // queue reaches the launch. A failing kernel makes the queue report its error (sticky).
   be::Status launch(const be::LaunchDesc& desc) override;
+  // Stream memory operations (issue 17): a wait polls the value until its condition holds
+  // (any writer: the host, another queue, a kernel), blocking only this queue's worker.
+  bool wait_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                  be::Status& status) override;
+  bool write_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                   be::Status& status) override;
+  // Ends pending and future value waits as if satisfied (the context is being destroyed), so
+  // that its synchronisation cannot hang on a wait nothing will ever satisfy.
+  void interrupt_waits() noexcept;
 
   [[nodiscard]] unsigned flags() const noexcept { return flags_; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
@@ -105,7 +124,24 @@ class MockQueue final : public be::Queue {
   struct Wait {
     std::shared_ptr<RecordSignal> signal;
   };
-  using Op = std::variant<be::CopyDesc, be::FillDesc, HostFunction, Record, Wait, KernelLaunch>;
+  struct IpcWait {
+    std::shared_ptr<IpcEventState> state;
+    std::uint64_t generation;
+  };
+  struct WaitValue {
+    void* addr;
+    unsigned bytes;
+    std::uint64_t value;
+    unsigned flags;
+  };
+  struct WriteValue {
+    void* addr;
+    unsigned bytes;
+    std::uint64_t value;
+  };
+  using Op = std::variant<be::CopyDesc, be::FillDesc, HostFunction, Record, Wait, KernelLaunch,
+                          WaitValue, WriteValue, IpcWait>;
+  void run_wait_value(const WaitValue& w) const noexcept;
 
   // Appends and returns the op's sequence number (1-based).
   std::uint64_t submit(Op op);
@@ -118,7 +154,9 @@ class MockQueue final : public be::Queue {
   const unsigned flags_;
   const int priority_;  // kept for the core; ordering ignores it
   const std::shared_ptr<KernelEnv> kernels_;
-  std::atomic<std::int32_t> error_{0};  // first kernel failure (CUresult), reported from then on
+  std::atomic<std::int32_t> error_{0};
+  std::atomic<bool> interrupted_{
+      false};  // interrupt_waits()  // first kernel failure (CUresult), reported from then on
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // worker: new op, op slot freed, or stop

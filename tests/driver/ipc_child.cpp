@@ -1,0 +1,55 @@
+// A second process for the Ipc cases (ipc_test.cpp): opens the memory and event handles it is
+// given (hex, on the command line), prints the word at the start of the memory, writes its
+// complement after it, reports whether the event is still pending and then waits for it.
+//   driver_ipc_child <mem handle hex> <event handle hex>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cuda.h"
+
+namespace {
+bool unhex(const char* s, void* out, size_t bytes) {
+  if (std::strlen(s) != 2 * bytes) return false;
+  auto* p = static_cast<unsigned char*>(out);
+  for (size_t i = 0; i < bytes; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(s + 2 * i, "%2x", &v) != 1) return false;
+    p[i] = static_cast<unsigned char>(v);
+  }
+  return true;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  CUipcMemHandle mh{};
+  CUipcEventHandle eh{};
+  if (!unhex(argv[1], &mh, sizeof mh) || !unhex(argv[2], &eh, sizeof eh)) return 2;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate_v2(&ctx, 0, dev)) return 3;
+  CUdeviceptr p = 0;
+  if (cuIpcOpenMemHandle_v2(&p, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return 4;
+  // Opened twice in one context: the same pointer, one more reference.
+  CUdeviceptr again = 0;
+  if (cuIpcOpenMemHandle(&again, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) || again != p) return 5;
+  unsigned word = 0;
+  if (cuMemcpyDtoH_v2(&word, p, sizeof word)) return 6;
+  const unsigned reply = ~word;
+  if (cuMemcpyHtoD_v2(p + 4, &reply, sizeof reply)) return 7;
+  std::printf("%08x\n", word);
+  CUevent e = nullptr;
+  if (cuIpcOpenEventHandle(&e, eh)) return 8;
+  const CUresult q = cuEventQuery(e);
+  std::printf("%s\n", q == CUDA_ERROR_NOT_READY ? "pending" : q == CUDA_SUCCESS ? "done" : "error");
+  std::fflush(stdout);
+  // A stream of this process waits for the other process's record.
+  CUstream s = nullptr;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuStreamWaitEvent(s, e, 0)) return 9;
+  if (cuStreamSynchronize(s) || cuEventSynchronize(e) || cuEventQuery(e)) return 10;
+  std::printf("synchronized\n");
+  if (cuStreamDestroy_v2(s) || cuEventDestroy_v2(e)) return 11;
+  if (cuIpcCloseMemHandle(p) || cuIpcCloseMemHandle(again)) return 12;
+  return cuCtxDestroy_v2(ctx) ? 13 : 0;
+}
