@@ -12,6 +12,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "array.hpp"
 #include "cudamux/driver_impl.hpp"
 #include "graph.hpp"
 
@@ -184,6 +185,27 @@ CUresult capture_copy(Stream& s, const backend::CopyDesc& d, bool synchronous, c
     p.WidthInBytes = d.width_bytes;
     p.Height = d.height;
     p.Depth = d.depth;
+    // issue 17: array ends, as the program gave them.
+    if (d.src_array) {
+      p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+      p.srcHost = nullptr;
+      p.srcDevice = 0;
+      p.srcPitch = p.srcHeight = 0;
+      p.srcArray = array_for_backend(d.src_array);
+      p.srcXInBytes = d.src_x_bytes;
+      p.srcY = d.src_y;
+      p.srcZ = d.src_z;
+    }
+    if (d.dst_array) {
+      p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+      p.dstHost = nullptr;
+      p.dstDevice = 0;
+      p.dstPitch = p.dstHeight = 0;
+      p.dstArray = array_for_backend(d.dst_array);
+      p.dstXInBytes = d.dst_x_bytes;
+      p.dstY = d.dst_y;
+      p.dstZ = d.dst_z;
+    }
   });
 }
 

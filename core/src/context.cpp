@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "array.hpp"
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
 #include "graph.hpp"
@@ -143,6 +144,7 @@ void destroy_context_contents(Context& ctx) {
   ctx.legacy.reset();
   ctx.gather_queue.reset();     // issue 17 (stream_extras.cpp)
   unload_context_modules(ctx);  // issue #3: a context's modules die with it (module.cpp)
+  destroy_context_arrays(ctx);  // issue 17: and its CUDA arrays (array.cpp)
   {
     std::unique_lock lock(core.alloc_mutex);
     for (auto it = core.allocations.begin(); it != core.allocations.end();) {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "array.hpp"
 #include "core.hpp"
 #include "cudamux/driver_impl.hpp"
 #include "graph.hpp"
@@ -41,6 +42,9 @@ struct Side {
   std::uintptr_t addr = 0;
   MemKind kind = MemKind::host_pageable;
   int device = -1;
+  // An end inside a CUDA array (issue 17): the backend's handle and where the box starts.
+  std::uint64_t array = 0;
+  std::size_t x_bytes = 0, y = 0, z = 0;
 };
 
 // Classifies [addr, addr+extent). `must_be_device`: the API names this side a
@@ -134,11 +138,36 @@ struct SideSpec {
   std::size_t pitch, height;
 };
 
+// An array end (issue 17): the box must lie inside the array and start and end on elements.
+// The side's pitch and height are unused, as with CUDA.
+CUresult resolve_array_side(const SideSpec& sp, std::size_t width, std::size_t height,
+                            std::size_t depth, Side& out, const char* fn) {
+  const Array* a = array_of(sp.array);
+  if (!a) return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a live CUDA array");
+  const std::size_t elem = a->element_bytes;
+  if (sp.x_bytes % elem != 0 || width % elem != 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "array offset or width is not a whole number of elements");
+  std::size_t x_end = 0, y_end = 0, z_end = 0;
+  if (__builtin_add_overflow(sp.x_bytes, width, &x_end) ||
+      __builtin_add_overflow(sp.y, height, &y_end) || __builtin_add_overflow(sp.z, depth, &z_end) ||
+      x_end > static_cast<std::size_t>(a->desc.Width) * elem || y_end > array_rows(a->desc) ||
+      z_end > array_slices(a->desc))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the copy runs past the array's bounds");
+  out = Side{};
+  out.kind = MemKind::device;
+  out.device = a->ctx->device;
+  out.array = a->impl;
+  out.x_bytes = sp.x_bytes;
+  out.y = sp.y;
+  out.z = sp.z;
+  return CUDA_SUCCESS;
+}
+
 CUresult resolve_side(const SideSpec& sp, std::size_t width, std::size_t height, std::size_t depth,
                       Side& out, std::size_t& pitch, std::size_t& slice, std::size_t& extent,
                       const char* fn) {
-  if (sp.type == CU_MEMORYTYPE_ARRAY || sp.array)
-    return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "CUDA arrays are not supported yet");
+  if (sp.type == CU_MEMORYTYPE_ARRAY) return resolve_array_side(sp, width, height, depth, out, fn);
   if (sp.type != CU_MEMORYTYPE_HOST && sp.type != CU_MEMORYTYPE_DEVICE &&
       sp.type != CU_MEMORYTYPE_UNIFIED)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown memory type");
@@ -185,6 +214,15 @@ CUresult describe_copy(const SideSpec& src, const SideSpec& dst, std::size_t wid
   d.width_bytes = width;
   d.height = height;
   d.depth = depth;
+  d.dst_array = ds.array;
+  d.dst_x_bytes = ds.x_bytes;
+  d.dst_y = ds.y;
+  d.dst_z = ds.z;
+  d.src_array = ss.array;
+  d.src_x_bytes = ss.x_bytes;
+  d.src_y = ss.y;
+  d.src_z = ss.z;
+  if (ds.array || ss.array) return CUDA_SUCCESS;  // array storage is no linear range
   if (overlaps(ds.addr, dst_extent, ss.addr, src_extent))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "source and destination ranges overlap");
   return CUDA_SUCCESS;
@@ -242,6 +280,19 @@ CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thr
     return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
   return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread,
                  sync, fn);
+}
+
+// The sides of the one-row array copies (cuMemcpyHtoA, ...): CUDA copies along row 0.
+SideSpec host_side(const void* p) { return {0, 0, 0, CU_MEMORYTYPE_HOST, p, 0, nullptr, 0, 0}; }
+SideSpec device_side(CUdeviceptr p) {
+  return {0, 0, 0, CU_MEMORYTYPE_DEVICE, nullptr, p, nullptr, 0, 0};
+}
+SideSpec array_side(CUarray a, std::size_t offset) {
+  return {offset, 0, 0, CU_MEMORYTYPE_ARRAY, nullptr, 0, a, 0, 0};
+}
+CUresult copy_row(const SideSpec& src, const SideSpec& dst, std::size_t bytes, CUstream stream,
+                  bool per_thread, Sync sync, const char* fn) {
+  return copy_3d(src, dst, bytes, 1, 1, stream, per_thread, sync, fn);
 }
 
 // The backend descriptor of a 2D memset, validated as the memset calls validate it.
@@ -631,6 +682,79 @@ CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr s
                                 CUcontext srcCtx, size_t n, CUstream s) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeerAsync")) return r;
   return core::copy_linear(dst, true, src, true, n, s, true, Sync::async, "cuMemcpyPeerAsync");
+}
+
+// --- issue 17: copies between arrays and linear memory along row 0 of the array ---
+
+CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void* srcHost,
+                         size_t ByteCount) {
+  return core::copy_row(core::host_side(srcHost), core::array_side(dstArray, dstOffset), ByteCount,
+                        nullptr, false, Sync::blocking, "cuMemcpyHtoA");
+}
+CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void* srcHost,
+                              size_t ByteCount) {
+  return core::copy_row(core::host_side(srcHost), core::array_side(dstArray, dstOffset), ByteCount,
+                        nullptr, true, Sync::blocking, "cuMemcpyHtoA");
+}
+CUresult cuMemcpyAtoH_v2(void* dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount) {
+  return core::copy_row(core::array_side(srcArray, srcOffset), core::host_side(dstHost), ByteCount,
+                        nullptr, false, Sync::blocking, "cuMemcpyAtoH");
+}
+CUresult cuMemcpyAtoH_v2_ptds(void* dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount) {
+  return core::copy_row(core::array_side(srcArray, srcOffset), core::host_side(dstHost), ByteCount,
+                        nullptr, true, Sync::blocking, "cuMemcpyAtoH");
+}
+CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+                         size_t ByteCount) {
+  return core::copy_row(core::device_side(srcDevice), core::array_side(dstArray, dstOffset),
+                        ByteCount, nullptr, false, Sync::blocking, "cuMemcpyDtoA");
+}
+CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+                              size_t ByteCount) {
+  return core::copy_row(core::device_side(srcDevice), core::array_side(dstArray, dstOffset),
+                        ByteCount, nullptr, true, Sync::blocking, "cuMemcpyDtoA");
+}
+CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+                         size_t ByteCount) {
+  return core::copy_row(core::array_side(srcArray, srcOffset), core::device_side(dstDevice),
+                        ByteCount, nullptr, false, Sync::blocking, "cuMemcpyAtoD");
+}
+CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+                              size_t ByteCount) {
+  return core::copy_row(core::array_side(srcArray, srcOffset), core::device_side(dstDevice),
+                        ByteCount, nullptr, true, Sync::blocking, "cuMemcpyAtoD");
+}
+CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+                         size_t ByteCount) {
+  return core::copy_row(core::array_side(srcArray, srcOffset),
+                        core::array_side(dstArray, dstOffset), ByteCount, nullptr, false,
+                        Sync::blocking, "cuMemcpyAtoA");
+}
+CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray,
+                              size_t srcOffset, size_t ByteCount) {
+  return core::copy_row(core::array_side(srcArray, srcOffset),
+                        core::array_side(dstArray, dstOffset), ByteCount, nullptr, true,
+                        Sync::blocking, "cuMemcpyAtoA");
+}
+CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void* srcHost,
+                              size_t ByteCount, CUstream hStream) {
+  return core::copy_row(core::host_side(srcHost), core::array_side(dstArray, dstOffset), ByteCount,
+                        hStream, false, Sync::async, "cuMemcpyHtoAAsync");
+}
+CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void* srcHost,
+                                   size_t ByteCount, CUstream hStream) {
+  return core::copy_row(core::host_side(srcHost), core::array_side(dstArray, dstOffset), ByteCount,
+                        hStream, true, Sync::async, "cuMemcpyHtoAAsync");
+}
+CUresult cuMemcpyAtoHAsync_v2(void* dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+                              CUstream hStream) {
+  return core::copy_row(core::array_side(srcArray, srcOffset), core::host_side(dstHost), ByteCount,
+                        hStream, false, Sync::async, "cuMemcpyAtoHAsync");
+}
+CUresult cuMemcpyAtoHAsync_v2_ptsz(void* dstHost, CUarray srcArray, size_t srcOffset,
+                                   size_t ByteCount, CUstream hStream) {
+  return core::copy_row(core::array_side(srcArray, srcOffset), core::host_side(dstHost), ByteCount,
+                        hStream, true, Sync::async, "cuMemcpyAtoHAsync");
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) {

@@ -368,7 +368,8 @@ TEST_F(RuntimeGraph, OneDimensionalMemcpyNodes) {
   launch_and_wait(x);
   EXPECT_EQ(dst, src);
 
-  // Bad input: a kind that is not one, a host side that is device memory, arrays, nothing.
+  // Bad input: a kind that is not one, a host side that is device memory, an end with both an
+  // array and a pointer, nothing.
   cudaGraphNode_t bad = nullptr;
   EXPECT_EQ(cudaGraphAddMemcpyNode1D(&bad, g, nullptr, 0, a, src.data(), kBytes,
                                      static_cast<cudaMemcpyKind>(9)),
@@ -379,7 +380,7 @@ TEST_F(RuntimeGraph, OneDimensionalMemcpyNodes) {
             cudaErrorInvalidValue);
   cudaMemcpy3DParms arr = full;
   arr.srcArray = reinterpret_cast<cudaArray_t>(std::uintptr_t{0x1000});
-  EXPECT_EQ(cudaGraphAddMemcpyNode(&bad, g, nullptr, 0, &arr), cudaErrorNotSupported);
+  EXPECT_EQ(cudaGraphAddMemcpyNode(&bad, g, nullptr, 0, &arr), cudaErrorInvalidValue);  // both
   EXPECT_EQ(cudaGraphAddMemcpyNode(&bad, g, nullptr, 0, nullptr), cudaErrorInvalidValue);
   (void)cudaGetLastError();
   ASSERT_RT(cudaGraphExecDestroy(x));

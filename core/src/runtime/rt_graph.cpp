@@ -11,8 +11,8 @@
 //    back what the program gave for it (remembered per CUfunction); a cudaKernel_t goes to the
 //    driver as the node's CUkernel and comes back as itself. Kernel nodes captured from a
 //    launch of a registered kernel that no graph call ever named report the CUfunction.
-//  - cudaMemcpy3DParms (pitched pointers, positions and extents in bytes: cudamux has no CUDA
-//    arrays, so array sides answer cudaErrorNotSupported) becomes CUDA_MEMCPY3D; the
+//  - cudaMemcpy3DParms (pitched pointers, positions and extents in bytes; with an array end,
+//    in that array's elements, issue 17) becomes CUDA_MEMCPY3D; the
 //    cudaMemcpyKind picks the sides' memory types (cudaMemcpyDefault: unified addressing,
 //    CU_MEMORYTYPE_UNIFIED on both sides), and GetParams derives the kind back from them.
 //    GetParams reports a side's cudaPitchedPtr.xsize as the copy's width in bytes (the driver
@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../array.hpp"
 #include "cudamux/driver_impl.hpp"
 #include "cudamux/log.hpp"
 #include "cudamux/runtime_impl.hpp"
@@ -241,7 +242,9 @@ cudaError_t side_in(const void* ptr, bool device, bool unified, CUmemorytype& ty
 }
 
 cudaError_t copy_in(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D& d, const char* fn) noexcept {
-  if (p.srcArray || p.dstArray) return unsupported(fn, "CUDA arrays are not supported by cudamux");
+  if (p.srcArray || p.dstArray)  // issue 17: array ends (rt_array.cpp)
+    return array_params_3d(p.srcArray, p.srcPos, p.srcPtr, p.dstArray, p.dstPos, p.dstPtr, p.extent,
+                           p.kind, false, d, fn);
   if (static_cast<unsigned>(p.kind) > cudaMemcpyDefault)
     return reject(cudaErrorInvalidMemcpyDirection, fn, "not a cudaMemcpyKind");
   const bool unified = p.kind == cudaMemcpyDefault;
@@ -292,8 +295,29 @@ void copy_out(const CUDA_MEMCPY3D& d, cudaMemcpy3DParms& p) noexcept {
   p.dstPtr.ysize = d.dstHeight;
   p.dstPos = {d.dstXInBytes, d.dstY, d.dstZ};
   p.extent = {d.WidthInBytes, d.Height, d.Depth};
-  const bool src_dev = d.srcMemoryType == CU_MEMORYTYPE_DEVICE;
-  const bool dst_dev = d.dstMemoryType == CU_MEMORYTYPE_DEVICE;
+  // issue 17: array ends count the array's elements (positions and the extent's width).
+  auto elem = [](CUarray a) -> std::size_t {
+    const core::Array* arr = core::array_of(a);
+    return arr ? arr->element_bytes : 1;
+  };
+  const std::size_t unit = d.srcMemoryType == CU_MEMORYTYPE_ARRAY   ? elem(d.srcArray)
+                           : d.dstMemoryType == CU_MEMORYTYPE_ARRAY ? elem(d.dstArray)
+                                                                    : 1;
+  if (d.srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+    p.srcArray = reinterpret_cast<cudaArray_t>(d.srcArray);
+    p.srcPtr = {};
+    p.srcPos.x = d.srcXInBytes / elem(d.srcArray);
+  }
+  if (d.dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    p.dstArray = reinterpret_cast<cudaArray_t>(d.dstArray);
+    p.dstPtr = {};
+    p.dstPos.x = d.dstXInBytes / elem(d.dstArray);
+  }
+  p.extent.width = d.WidthInBytes / unit;
+  const bool src_dev =
+      d.srcMemoryType == CU_MEMORYTYPE_DEVICE || d.srcMemoryType == CU_MEMORYTYPE_ARRAY;
+  const bool dst_dev =
+      d.dstMemoryType == CU_MEMORYTYPE_DEVICE || d.dstMemoryType == CU_MEMORYTYPE_ARRAY;
   if (d.srcMemoryType == CU_MEMORYTYPE_UNIFIED || d.dstMemoryType == CU_MEMORYTYPE_UNIFIED)
     p.kind = cudaMemcpyDefault;
   else if (src_dev)

@@ -91,4 +91,15 @@ const char* registered_name(const void* record) noexcept;
 // and returns cudaErrorNoKernelImageForDevice (cudaErrorInvalidKernelImage if it is damaged).
 cudaError_t registered_function(const void* record, CUfunction& out, const char* api) noexcept;
 
+// issue 17 (rt_array.cpp): the sides of a cudaMemcpy3DParms / cudaMemcpy3DPeerParms with an
+// array end as the driver's CUDA_MEMCPY3D (extents and array positions count the array's
+// elements; linear positions count bytes). `peer`: no kind, linear ends are unified memory.
+cudaError_t array_params_3d(const cudaArray* src_array, cudaPos src_pos, cudaPitchedPtr src_ptr,
+                            const cudaArray* dst_array, cudaPos dst_pos, cudaPitchedPtr dst_ptr,
+                            cudaExtent extent, cudaMemcpyKind kind, bool peer, CUDA_MEMCPY3D& d,
+                            const char* fn) noexcept;
+// cudaMemcpy3D(Async) with an array end (after enter()).
+cudaError_t array_copy_3d(const cudaMemcpy3DParms& p, cudaStream_t stream, bool async, bool pt,
+                          const char* fn) noexcept;
+
 }  // namespace cudamux::rt

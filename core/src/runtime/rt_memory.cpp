@@ -132,8 +132,7 @@ cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async,
                     const char* fn) noexcept {
   if (!p) return reject(cudaErrorInvalidValue, fn, "null parameters");
   if (cudaError_t e = enter()) return e;
-  if (p->srcArray || p->dstArray)
-    return reject(cudaErrorNotSupported, fn, "CUDA arrays are not supported yet");
+  if (p->srcArray || p->dstArray) return array_copy_3d(*p, stream, async, pt, fn);  // issue 17
   if (cudaError_t e = check_kind(p->dstPtr.ptr, p->srcPtr.ptr, p->kind, fn)) return e;
   CUDA_MEMCPY3D d;
   std::memset(&d, 0, sizeof d);
@@ -390,10 +389,9 @@ cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
                                       cudaMemRangeAttribute* attributes, size_t numAttributes,
                                       const void* devPtr, size_t count) {
   if (cudaError_t e = enter()) return e;
-  return map(drv::cuMemRangeGetAttributes(data, dataSizes,
-                                          reinterpret_cast<CUmem_range_attribute*>(attributes),
-                                          numAttributes, reinterpret_cast<CUdeviceptr>(devPtr),
-                                          count));
+  return map(drv::cuMemRangeGetAttributes(
+      data, dataSizes, reinterpret_cast<CUmem_range_attribute*>(attributes), numAttributes,
+      reinterpret_cast<CUdeviceptr>(devPtr), count));
 }
 
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {

@@ -63,15 +63,16 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                 \
-  X(cuLaunchKernelEx)                                                        \
-  X(cuOccupancyMaxActiveClusters)                                            \
-  X(cuOccupancyMaxPotentialClusterSize)                                      \
-  X(cuStreamSetAttribute)                                                    \
-  X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2)  \
-      CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)       \
-          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
-              CUDAMUX_NVIDIA_PEER_FUNCTIONS(X) CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X)
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                  \
+  X(cuLaunchKernelEx)                                                                         \
+  X(cuOccupancyMaxActiveClusters)                                                             \
+  X(cuOccupancyMaxPotentialClusterSize)                                                       \
+  X(cuStreamSetAttribute)                                                                     \
+  X(cuCtxResetPersistingL2Cache) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2)                   \
+      CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)                        \
+          CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X)                  \
+              CUDAMUX_NVIDIA_PEER_FUNCTIONS(X) CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X)          \
+                  CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X)
 
 // NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
 #define CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
@@ -87,6 +88,17 @@ namespace cudamux::cuda {
   X(cuIpcGetMemHandle)                        \
   X(cuIpcOpenMemHandle_v2)                    \
   X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuMemGetAddressRange_v2)
+
+// CUDA arrays (issue 17: NvidiaImages, images.cpp); without any one of them the backend offers
+// no images. cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2 lend a context without disturbing what
+// the thread has current.
+#define CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X) \
+  X(cuArray3DCreate_v2)                   \
+  X(cuArrayDestroy)                       \
+  X(cuMipmappedArrayCreate)               \
+  X(cuMipmappedArrayGetLevel)             \
+  X(cuMipmappedArrayDestroy)              \
+  X(cuCtxPushCurrent_v2)
 
 // CUDA graphs run by NVIDIA (issue 16: NvidiaQueue::capture_graph); without any one of them the
 // core replays graphs itself.

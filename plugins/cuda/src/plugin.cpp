@@ -19,6 +19,7 @@
 #include "config.hpp"
 #include "cudamux/backend.hpp"
 #include "driver_locator.hpp"
+#include "images.hpp"
 
 namespace cudamux::cuda {
 namespace {
@@ -306,6 +307,10 @@ class NvidiaQueue final : public be::Queue {
 
   be::Status copy(const be::CopyDesc& d) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    if (d.dst_array || d.src_array) {  // issue 17: array ends are NVIDIA's CUarrays
+      const CUDA_MEMCPY3D p = params_3d(d);
+      return submitted(api_.cuMemcpy3DAsync_v2(&p, stream_));
+    }
     if (d.height == 1 && d.depth == 1) {
       // Unified addressing: NVIDIA infers each side's memory from the pointer.
       return submitted(api_.cuMemcpyAsync(dptr(d.dst), dptr(d.src), d.width_bytes, stream_));
@@ -325,7 +330,7 @@ class NvidiaQueue final : public be::Queue {
   // pageable copies stay there: that path was measured faster than NVIDIA's synchronous one.
   be::Status copy_sync(const be::CopyDesc& d) override {
     if (d.src_kind == be::MemKind::host_pageable && d.dst_kind == be::MemKind::device &&
-        d.width_bytes * d.height * d.depth >= kSyncCopyMinBytes) {
+        !d.dst_array && d.width_bytes * d.height * d.depth >= kSyncCopyMinBytes) {
       if (auto st = make_current(api_, ctx_); !st.ok()) return st;
       std::lock_guard lock(sync_mu_);
       if (idle_locked()) return copy_on_legacy_locked(d);
@@ -590,13 +595,33 @@ class NvidiaQueue final : public be::Queue {
     CUDA_MEMCPY3D p{};
     side(d.src, d.src_kind, d.src_pitch, p.srcMemoryType, p.srcHost, p.srcDevice);
     p.srcPitch = d.src_pitch;
-    p.srcHeight = d.src_slice / d.src_pitch;
+    p.srcHeight = d.src_pitch ? d.src_slice / d.src_pitch : 0;  // 0: an array end
     side(d.dst, d.dst_kind, d.dst_pitch, p.dstMemoryType, p.dstHost, p.dstDevice);
     p.dstPitch = d.dst_pitch;
-    p.dstHeight = d.dst_slice / d.dst_pitch;
+    p.dstHeight = d.dst_pitch ? d.dst_slice / d.dst_pitch : 0;
     p.WidthInBytes = d.width_bytes;
     p.Height = d.height;
     p.Depth = d.depth;
+    if (d.src_array) {
+      p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+      p.srcArray = reinterpret_cast<CUarray>(d.src_array);
+      p.srcHost = nullptr;
+      p.srcDevice = 0;
+      p.srcPitch = p.srcHeight = 0;
+      p.srcXInBytes = d.src_x_bytes;
+      p.srcY = d.src_y;
+      p.srcZ = d.src_z;
+    }
+    if (d.dst_array) {
+      p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+      p.dstArray = reinterpret_cast<CUarray>(d.dst_array);
+      p.dstHost = nullptr;
+      p.dstDevice = 0;
+      p.dstPitch = p.dstHeight = 0;
+      p.dstXInBytes = d.dst_x_bytes;
+      p.dstY = d.dst_y;
+      p.dstZ = d.dst_z;
+    }
     return p;
   }
 
@@ -1114,9 +1139,12 @@ class NvidiaBackend final : public be::Backend {
         for (int i = 0; i < count; ++i) nvidia_devices.push_back(devices_.slot(i).device);
         vmm_ = std::make_unique<NvidiaVirtualMemory>(api, std::move(nvidia_devices));
       }
+      if (NvidiaImages::available(api))  // issue 17: NVIDIA's CUDA arrays
+        images_ = std::make_unique<NvidiaImages>(api, nvidia_devices());
     }
   }
   [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return vmm_.get(); }
+  [[nodiscard]] be::Images* images() noexcept override { return images_.get(); }
   [[nodiscard]] std::vector<CUdevice> nvidia_devices() {
     std::vector<CUdevice> out;
     for (int i = 0; devices_.valid(i); ++i) out.push_back(devices_.slot(i).device);
@@ -1224,6 +1252,7 @@ class NvidiaBackend final : public be::Backend {
 
  private:
   std::unique_ptr<NvidiaVirtualMemory> vmm_;
+  std::unique_ptr<NvidiaImages> images_;
   std::optional<OpenedDriver> driver_;
   NvidiaErrors errors_;
   NvidiaDevices devices_;

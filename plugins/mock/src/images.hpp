@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "cudamux/backend.hpp"
 #include "cudamux/image_abi.h"
@@ -48,7 +49,13 @@ class MockImages final : public backend::Images {
   struct ArrayState {
     int ordinal = 0;
     cudamux_image image{};
+    void* storage = nullptr;   // the arena allocation (null for a level: its parent's)
+    std::uint64_t parent = 0;  // a level of a mipmapped array: that array's handle
+    std::vector<std::uint64_t> level_handles;  // mip_level's handles, per level (0: none yet)
   };
+  // Arrays have a lock of their own, so that the texture side may call find_array while it
+  // holds mu_.
+  mutable std::mutex arrays_mu_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ArrayState>> arrays_;
   std::unordered_map<std::uint64_t, std::unique_ptr<cudamux_texture>> textures_;
   std::unordered_map<std::uint64_t, std::unique_ptr<cudamux_surface>> surfaces_;

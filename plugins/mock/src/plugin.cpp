@@ -348,6 +348,7 @@ class MockBackend final : public be::Backend {
         faults_(std::make_shared<Faults>(config.faults, log)),
         fault_compiler_(compiler_, *faults_) {
     kernels_->log = std::move(log);
+    kernels_->images = &images_;  // issue 17: copies with array ends
     // [mock] workers counts every thread running blocks, the launching queue's included.
     kernels_->workers = config.workers > 0 ? config.workers - 1 : -1;
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "images.hpp"
 #include "memory.hpp"
 
 namespace cudamux::mock {
@@ -283,12 +284,44 @@ void MockQueue::execute(const Op& op) {
   std::visit(Visitor{this}, op);
 }
 
-be::Status MockQueue::copy(const be::CopyDesc& desc) {
+be::Status MockQueue::resolve_arrays(be::CopyDesc& d) const {
+  if (!d.dst_array && !d.src_array) return be::kOk;
+  // A copy of an array's level 0 box is a pitched copy of its storage. Resolved at submission:
+  // the core keeps an array alive until work queued before its destruction has finished.
+  auto end = [&](std::uint64_t handle, std::size_t x, std::size_t y, std::size_t z,
+                 std::size_t& pitch, std::size_t& slice) -> std::byte* {
+    const cudamux_image* im =
+        kernels_ && kernels_->images ? kernels_->images->find_array(handle) : nullptr;
+    if (!im) return nullptr;
+    const cudamux_image_level& lv = im->levels[0];
+    pitch = lv.row_pitch;
+    slice = lv.slice_pitch;
+    return static_cast<std::byte*>(lv.data) + z * lv.slice_pitch + y * lv.row_pitch + x;
+  };
+  if (d.dst_array) {
+    d.dst = end(d.dst_array, d.dst_x_bytes, d.dst_y, d.dst_z, d.dst_pitch, d.dst_slice);
+    if (!d.dst) return status(CUDA_ERROR_INVALID_VALUE);
+    d.dst_array = 0;
+  }
+  if (d.src_array) {
+    auto* src = end(d.src_array, d.src_x_bytes, d.src_y, d.src_z, d.src_pitch, d.src_slice);
+    if (!src) return status(CUDA_ERROR_INVALID_VALUE);
+    d.src = src;
+    d.src_array = 0;
+  }
+  return be::kOk;
+}
+
+be::Status MockQueue::copy(const be::CopyDesc& in) {
+  be::CopyDesc desc = in;
+  if (const auto st = resolve_arrays(desc); !st.ok()) return st;
   submit(desc);
   return be::kOk;
 }
 
-be::Status MockQueue::copy_sync(const be::CopyDesc& desc) {
+be::Status MockQueue::copy_sync(const be::CopyDesc& in) {
+  be::CopyDesc desc = in;
+  if (const auto st = resolve_arrays(desc); !st.ok()) return st;
   {
     std::unique_lock lock(mu_);
     if (ops_.empty() && !busy_) {

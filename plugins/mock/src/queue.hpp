@@ -61,10 +61,13 @@ class MockEvent final : public be::Event {
 };
 
 class MockQueue;
+class MockImages;
 
 // What launches need from the backend: its logger and the block pool (started on first use).
 struct KernelEnv {
   std::shared_ptr<spdlog::logger> log;
+  // The backend's arrays, for copies with array ends (issue 17); set once at creation.
+  const MockImages* images = nullptr;
   int workers = -1;  // pool threads besides the launching queue's; -1: cores - 1
   std::once_flag started;
   std::unique_ptr<BlockPool> pool;
@@ -143,6 +146,8 @@ class MockQueue final : public be::Queue {
                           WaitValue, WriteValue, IpcWait>;
   void run_wait_value(const WaitValue& w) const noexcept;
 
+  // Turns array ends of a copy into pitched pointers to the arrays' storage (issue 17).
+  be::Status resolve_arrays(be::CopyDesc& d) const;
   // Appends and returns the op's sequence number (1-based).
   std::uint64_t submit(Op op);
   void wait_for(std::uint64_t sequence);
