@@ -45,7 +45,9 @@ struct ArrayHandle {
   ArrayHandle() = default;
   explicit ArrayHandle(const CUDA_ARRAY3D_DESCRIPTOR& d) { EXPECT_OK(cuArray3DCreate_v2(&a, &d)); }
   ~ArrayHandle() {
-    if (a) EXPECT_OK(cuArrayDestroy(a));
+    if (a) {
+      EXPECT_OK(cuArrayDestroy(a));
+    }
   }
   ArrayHandle(const ArrayHandle&) = delete;
   ArrayHandle& operator=(const ArrayHandle&) = delete;

@@ -24,6 +24,13 @@ class RuntimeArray : public ::testing::Test {
   void TearDown() override { (void)cudaGetLastError(); }
 };
 
+// cuda_runtime.h's helpers (this suite includes only cuda_runtime_api.h).
+cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) { return {w, h, d}; }
+cudaPos make_cudaPos(size_t x, size_t y, size_t z) { return {x, y, z}; }
+cudaPitchedPtr make_cudaPitchedPtr(void* p, size_t pitch, size_t xsize, size_t ysize) {
+  return {p, pitch, xsize, ysize};
+}
+
 bool same(const cudaChannelFormatDesc& a, const cudaChannelFormatDesc& b) {
   return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w && a.f == b.f;
 }
