@@ -746,5 +746,18 @@ TEST_F(Array, GraphMemcpyNodesWithArrayEnds) {
   EXPECT_OK(cuGraphDestroy(g));
 }
 
+// The hip backend has no arrays: creation says so, and nothing leaks (docs/backends/hip.md).
+TEST_F(Array, HipBackendSaysNotSupported) {
+  if (backend() != "hip") GTEST_SKIP() << "checks the hip backend's refusal only";
+  const CUDA_ARRAY3D_DESCRIPTOR d = desc3d(16, 16, 0);
+  CUarray a = nullptr;
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuArray3DCreate_v2(&a, &d));
+  CUmipmappedArray m = nullptr;
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMipmappedArrayCreate(&m, &d, 2));
+  // Bad descriptors are still CUDA's errors first.
+  const CUDA_ARRAY3D_DESCRIPTOR bad = desc3d(0, 16, 0);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuArray3DCreate_v2(&a, &bad));
+}
+
 }  // namespace
 }  // namespace conformance
