@@ -18,15 +18,6 @@ using Array = Driver;
 constexpr const char* kHipHasNoArrays =
     "the hip backend offers no CUDA arrays yet (docs/backends/hip.md)";
 
-// Checks of what NVIDIA's driver leaves undefined (destroyed or garbage handles it does not
-// validate): cudamux answers them; the oracle run (CUDAMUX_BACKEND=cuda) skips them.
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 CUDA_ARRAY3D_DESCRIPTOR desc3d(size_t w, size_t h, size_t d, CUarray_format f = CU_AD_FORMAT_FLOAT,
                                unsigned channels = 1, unsigned flags = 0) {
   CUDA_ARRAY3D_DESCRIPTOR desc{};
