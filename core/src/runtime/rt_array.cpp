@@ -394,54 +394,6 @@ cudaError_t array_copy_3d(const cudaMemcpy3DParms& p, cudaStream_t stream, bool 
   return map(pt ? drv::cuMemcpy3DAsync_v2_ptsz(&d, stream) : drv::cuMemcpy3DAsync_v2(&d, stream));
 }
 
-namespace {
-
-cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bool async, bool pt,
-                         const char* fn) noexcept {
-  if (!p) return reject(cudaErrorInvalidValue, fn, "null parameters");
-  if (cudaError_t e = enter()) return e;
-  CUcontext src_ctx = nullptr, dst_ctx = nullptr;
-  if (p->srcDevice < 0 || p->srcDevice >= core::Core::get().device_count() || p->dstDevice < 0 ||
-      p->dstDevice >= core::Core::get().device_count())
-    return reject(cudaErrorInvalidDevice, fn, "no such device");
-  if (cudaError_t e = primary_context(p->srcDevice, src_ctx)) return e;
-  if (cudaError_t e = primary_context(p->dstDevice, dst_ctx)) return e;
-  CUDA_MEMCPY3D d;
-  if (cudaError_t e = array_params_3d(p->srcArray, p->srcPos, p->srcPtr, p->dstArray, p->dstPos,
-                                      p->dstPtr, p->extent, cudaMemcpyDefault, true, d, fn))
-    return e;
-  if (!p->srcArray && !p->dstArray) {
-    // Linear memory on both ends: positions and extents in bytes.
-    d.WidthInBytes = p->extent.width;
-  }
-  CUDA_MEMCPY3D_PEER q;
-  std::memset(&q, 0, sizeof q);
-  q.srcXInBytes = d.srcXInBytes;
-  q.srcY = d.srcY;
-  q.srcZ = d.srcZ;
-  q.srcMemoryType = d.srcMemoryType;
-  q.srcDevice = d.srcDevice;
-  q.srcArray = d.srcArray;
-  q.srcContext = src_ctx;
-  q.srcPitch = d.srcPitch;
-  q.srcHeight = d.srcHeight;
-  q.dstXInBytes = d.dstXInBytes;
-  q.dstY = d.dstY;
-  q.dstZ = d.dstZ;
-  q.dstMemoryType = d.dstMemoryType;
-  q.dstDevice = d.dstDevice;
-  q.dstArray = d.dstArray;
-  q.dstContext = dst_ctx;
-  q.dstPitch = d.dstPitch;
-  q.dstHeight = d.dstHeight;
-  q.WidthInBytes = d.WidthInBytes;
-  q.Height = d.Height;
-  q.Depth = d.Depth;
-  if (!async) return map(pt ? drv::cuMemcpy3DPeer_ptds(&q) : drv::cuMemcpy3DPeer(&q));
-  return map(pt ? drv::cuMemcpy3DPeerAsync_ptsz(&q, stream) : drv::cuMemcpy3DPeerAsync(&q, stream));
-}
-
-}  // namespace
 }  // namespace cudamux::rt
 
 namespace cudamux::rt::impl {
@@ -636,18 +588,5 @@ CUDAMUX_RT_ARRAY_2D(, false)
 CUDAMUX_RT_ARRAY_2D(_ptds, true)
 CUDAMUX_RT_ARRAY_2D_ASYNC(, false)
 CUDAMUX_RT_ARRAY_2D_ASYNC(_ptsz, true)
-
-cudaError_t cudaMemcpy3DPeer(const cudaMemcpy3DPeerParms* p) {
-  return copy_3d_peer(p, nullptr, false, false, "cudaMemcpy3DPeer");
-}
-cudaError_t cudaMemcpy3DPeer_ptds(const cudaMemcpy3DPeerParms* p) {
-  return copy_3d_peer(p, nullptr, false, true, "cudaMemcpy3DPeer");
-}
-cudaError_t cudaMemcpy3DPeerAsync(const cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
-  return copy_3d_peer(p, stream, true, false, "cudaMemcpy3DPeerAsync");
-}
-cudaError_t cudaMemcpy3DPeerAsync_ptsz(const cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
-  return copy_3d_peer(p, stream, true, true, "cudaMemcpy3DPeerAsync");
-}
 
 }  // namespace cudamux::rt::impl

@@ -31,12 +31,38 @@ cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bo
   if (cudaError_t e = enter()) return e;
   if (cudaError_t e = check_device(p->srcDevice, fn)) return e;
   if (cudaError_t e = check_device(p->dstDevice, fn)) return e;
-  if (p->srcArray || p->dstArray)
-    return reject(cudaErrorNotSupported, fn, "CUDA arrays are not supported yet");
   CUDA_MEMCPY3D_PEER d;
   std::memset(&d, 0, sizeof d);
   if (cudaError_t e = primary_context(p->srcDevice, d.srcContext)) return e;
   if (cudaError_t e = primary_context(p->dstDevice, d.dstContext)) return e;
+  if (p->srcArray || p->dstArray) {  // issue 17: array ends (rt_array.cpp)
+    CUDA_MEMCPY3D a;
+    if (cudaError_t e = array_params_3d(p->srcArray, p->srcPos, p->srcPtr, p->dstArray, p->dstPos,
+                                        p->dstPtr, p->extent, cudaMemcpyDefault, true, a, fn))
+      return e;
+    d.srcXInBytes = a.srcXInBytes;
+    d.srcY = a.srcY;
+    d.srcZ = a.srcZ;
+    d.srcMemoryType = a.srcMemoryType;
+    d.srcDevice = a.srcDevice;
+    d.srcArray = a.srcArray;
+    d.srcPitch = a.srcPitch;
+    d.srcHeight = a.srcHeight;
+    d.dstXInBytes = a.dstXInBytes;
+    d.dstY = a.dstY;
+    d.dstZ = a.dstZ;
+    d.dstMemoryType = a.dstMemoryType;
+    d.dstDevice = a.dstDevice;
+    d.dstArray = a.dstArray;
+    d.dstPitch = a.dstPitch;
+    d.dstHeight = a.dstHeight;
+    d.WidthInBytes = a.WidthInBytes;
+    d.Height = a.Height;
+    d.Depth = a.Depth;
+    if (!async) return map(pt ? drv::cuMemcpy3DPeer_ptds(&d) : drv::cuMemcpy3DPeer(&d));
+    return map(pt ? drv::cuMemcpy3DPeerAsync_ptsz(&d, stream)
+                  : drv::cuMemcpy3DPeerAsync(&d, stream));
+  }
   // Unified addressing: each pointer names its own memory (device memory of either device,
   // or host memory).
   d.srcMemoryType = d.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
