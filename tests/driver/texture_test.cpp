@@ -188,12 +188,24 @@ class Texture : public Driver {
     ASSERT_OK(cuModuleLoadData(&module, image().data()));
   }
   void TearDown() override {
-    for (CUtexObject t : texs) EXPECT_OK(cuTexObjectDestroy(t));
-    for (CUsurfObject s : surfs) EXPECT_OK(cuSurfObjectDestroy(s));
-    for (CUarray a : arrays) EXPECT_OK(cuArrayDestroy(a));
-    for (CUmipmappedArray m : mipmaps) EXPECT_OK(cuMipmappedArrayDestroy(m));
-    for (CUdeviceptr p : bufs) EXPECT_OK(cuMemFree_v2(p));
-    if (module) EXPECT_OK(cuModuleUnload(module));
+    for (CUtexObject t : texs) {
+      EXPECT_OK(cuTexObjectDestroy(t));
+    }
+    for (CUsurfObject s : surfs) {
+      EXPECT_OK(cuSurfObjectDestroy(s));
+    }
+    for (CUarray a : arrays) {
+      EXPECT_OK(cuArrayDestroy(a));
+    }
+    for (CUmipmappedArray m : mipmaps) {
+      EXPECT_OK(cuMipmappedArrayDestroy(m));
+    }
+    for (CUdeviceptr p : bufs) {
+      EXPECT_OK(cuMemFree_v2(p));
+    }
+    if (module) {
+      EXPECT_OK(cuModuleUnload(module));
+    }
     Driver::TearDown();
   }
 
