@@ -14,14 +14,6 @@
 
 #include "conformance.hpp"
 
-// Expectations where NVIDIA's driver is undefined or crashes (checked on cudamux backends only).
-#define EXPECT_CU_CUDAMUX(expected, call)     \
-  do {                                        \
-    if (::conformance::backend() != "cuda") { \
-      EXPECT_CU(expected, call);              \
-    }                                         \
-  } while (0)
-
 namespace {
 
 using conformance::Driver;
