@@ -22,20 +22,6 @@ NvidiaImages::~NvidiaImages() {
   for (const auto& [handle, rec] : arrays_) (void)api_.cuDevicePrimaryCtxRelease_v2(rec.device);
 }
 
-template <class F>
-CUresult NvidiaImages::in_primary(CUdevice device, F&& fn) {
-  CUcontext primary = nullptr;
-  if (CUresult r = api_.cuDevicePrimaryCtxRetain(&primary, device)) return r;
-  CUresult r = api_.cuCtxPushCurrent_v2(primary);
-  if (r == CUDA_SUCCESS) {
-    r = fn();
-    CUcontext popped = nullptr;
-    (void)api_.cuCtxPopCurrent_v2(&popped);
-  }
-  // The retain stays with a created array (released by destroy_array), else goes now.
-  return r;
-}
-
 backend::Status NvidiaImages::create_array(int ordinal, const CUDA_ARRAY3D_DESCRIPTOR& desc,
                                            unsigned mip_levels, std::uint64_t& handle) {
   if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices_.size())

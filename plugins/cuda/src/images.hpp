@@ -29,7 +29,7 @@ class NvidiaImages final : public backend::Images {
   backend::Status destroy_array(std::uint64_t handle) override;
   backend::Status mip_level(std::uint64_t mipmapped, unsigned level,
                             std::uint64_t& level_handle) override;
-  // Texture and surface objects: images_texture.cpp (NOT_SUPPORTED until then).
+  // Texture and surface objects: images_texture.cpp.
   backend::Status create_texture(const CUDA_RESOURCE_DESC& resource,
                                  const CUDA_TEXTURE_DESC& texture,
                                  const CUDA_RESOURCE_VIEW_DESC* view,
@@ -48,11 +48,28 @@ class NvidiaImages final : public backend::Images {
   // had current stays so).
   template <class F>
   CUresult in_primary(CUdevice device, F&& fn);
+  // Runs `fn` in the context a texture or surface object over `resource` belongs in.
+  template <class F>
+  CUresult in_resource_context(const CUDA_RESOURCE_DESC& resource, F&& fn);
 
   const NvidiaApi& api_;
   const std::vector<CUdevice> devices_;
   std::mutex mu_;
   std::unordered_map<std::uint64_t, ArrayRecord> arrays_;  // plain and mipmapped arrays
 };
+
+template <class F>
+CUresult NvidiaImages::in_primary(CUdevice device, F&& fn) {
+  CUcontext primary = nullptr;
+  if (CUresult r = api_.cuDevicePrimaryCtxRetain(&primary, device)) return r;
+  CUresult r = api_.cuCtxPushCurrent_v2(primary);
+  if (r == CUDA_SUCCESS) {
+    r = fn();
+    CUcontext popped = nullptr;
+    (void)api_.cuCtxPopCurrent_v2(&popped);
+  }
+  // The retain stays with a created array (released by destroy_array), else goes now.
+  return r;
+}
 
 }  // namespace cudamux::cuda

@@ -57,6 +57,36 @@ typedef struct cudamux_surface {
   cudamux_image image;
 } cudamux_surface;
 
+
+// --- sampling (libcudamux-device.so, device/texture.cpp; the built-in headers' tex* and
+// surf* templates call these). `out` receives four 32-bit components: floats when the texture
+// returns floats (float and half formats, or 8/16-bit integers read as normalised floats),
+// else integers (sign- or zero-extended). Missing channels read as 0.
+
+// Dimensions of a sample: the coordinates' count (1, 2, 3) or a cubemap direction.
+enum { CUDAMUX_TEX_1D = 1, CUDAMUX_TEX_2D = 2, CUDAMUX_TEX_3D = 3, CUDAMUX_TEX_CUBE = 4 };
+// How the mip level is chosen: level 0 (plus bias), an explicit level, or gradients.
+enum { CUDAMUX_LOD_BASE = 0, CUDAMUX_LOD_LEVEL = 1, CUDAMUX_LOD_GRAD = 2 };
+
+// tex1D/2D/3D, their Layered, Cubemap, Lod and Grad forms. layer < 0: not layered.
+// grad: dPdx[3] then dPdy[3] (CUDAMUX_LOD_GRAD only).
+void cudamux_tex_sample(unsigned long long tex, unsigned dims, float x, float y, float z,
+                        int layer, unsigned lod_mode, float level, const float* grad,
+                        unsigned* out);
+// tex1Dfetch: element x of a linear resource, unfiltered, unnormalised.
+void cudamux_tex_fetch(unsigned long long tex, int x, unsigned* out);
+// tex2Dgather / tex2DLayered gather (tld4): component `comp` of the bilinear footprint's four
+// texels, counter-clockwise from the lower left.
+void cudamux_tex_gather(unsigned long long tex, float x, float y, int layer, int comp,
+                        unsigned* out);
+
+// surf*read / surf*write: `bytes` bytes at byte x of row y of slice z (a 1D layered surface's
+// layer is its z, y being 0; a cubemap's face, or 6 * layer + face, likewise).
+// boundary: cudaBoundaryModeZero (0), Clamp (1), Trap (2).
+enum { CUDAMUX_BOUNDARY_ZERO = 0, CUDAMUX_BOUNDARY_CLAMP = 1, CUDAMUX_BOUNDARY_TRAP = 2 };
+void cudamux_surf_access(unsigned long long surf, void* data, unsigned bytes, int x_bytes, int y,
+                         int z, int boundary, int write);
+
 #ifdef __cplusplus
 }
 #endif

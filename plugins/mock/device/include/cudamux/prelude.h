@@ -380,6 +380,9 @@ CUDAMUX_SCOPED(atomicXor)
 // --- math ---
 #include "cudamux/math.h"
 
+// --- texture and surface objects ---
+#include "cudamux/texture.h"
+
 // --- integer intrinsics ---
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
