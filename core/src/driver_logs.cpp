@@ -152,7 +152,7 @@ CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle callback) {
 CUresult cuLogsCurrent(CUlogIterator* iterator_out, unsigned int flags) {
   if (!iterator_out)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuLogsCurrent", "iterator_out cannot be NULL");
-  if (flags != 0) return reject(CUDA_ERROR_INVALID_VALUE, "cuLogsCurrent", "flags must be 0");
+  (void)flags;  // reserved; NVIDIA's driver (580) ignores it here
   auto& s = core::state();
   std::lock_guard lock(s.mu);
   *iterator_out = s.next;

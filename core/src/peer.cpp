@@ -105,7 +105,10 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
   std::shared_lock lifetime(core.context_lifetime_mutex);
   Context* peer = core::context_of(peerContext);
   if (peer == nullptr) return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid peer context");
-  if (peer == ctx) return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "the current context itself");
+  // NVIDIA's driver (580) answers the current context itself as a device that cannot be its
+  // own peer, not as an invalid context.
+  if (peer == ctx)
+    return reject(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, fn, "a context cannot be its own peer");
   if (!can_access(ctx->device, peer->device))
     return reject(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, fn,
                   "the current context's device cannot access the peer's device");

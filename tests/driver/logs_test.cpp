@@ -66,7 +66,8 @@ TEST_F(Logs, CallbacksReceiveErrorsUntilUnregistered) {
   ASSERT_CU(CUDA_ERROR_INVALID_VALUE, failing_call());
   ASSERT_FALSE(got.messages.empty());
   EXPECT_EQ(got.levels.back(), CU_LOG_LEVEL_ERROR);
-  EXPECT_NE(got.messages.back().find("cuLogsDumpToMemory"), std::string::npos) << got.messages.back();
+  EXPECT_NE(got.messages.back().find("cuLogsDumpToMemory"), std::string::npos)
+      << got.messages.back();
   ASSERT_OK(cuLogsUnregisterCallback(handle));
   const size_t before = got.messages.size();
   ASSERT_CU(CUDA_ERROR_INVALID_VALUE, failing_call());
@@ -89,7 +90,7 @@ TEST_F(Logs, DumpToFileAndBadArguments) {
   EXPECT_NE(text.str().find("cuLogsDumpToMemory"), std::string::npos) << text.str();
 
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLogsCurrent(nullptr, 0));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLogsCurrent(&it, 1));
+  EXPECT_OK(cuLogsCurrent(&it, 1));  // reserved flags: NVIDIA's driver (580) ignores them
   size_t size = 16;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLogsDumpToMemory(&it, nullptr, &size, 0));
   char buffer[64];

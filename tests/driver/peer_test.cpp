@@ -54,8 +54,9 @@ TEST_F(Peer, ADeviceIsNotItsOwnPeer) {
 }
 
 TEST_F(Peer, ContextErrors) {
-  // Documented: the current context itself, or an invalid peer, is CUDA_ERROR_INVALID_CONTEXT.
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(ctx, 0));
+  // The current context itself: NVIDIA's driver (580, H200) answers that no device is its own
+  // peer. An invalid peer is CUDA_ERROR_INVALID_CONTEXT.
+  EXPECT_CU(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, cuCtxEnablePeerAccess(ctx, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(nullptr, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxDisablePeerAccess(nullptr));
   // Never enabled towards itself.
@@ -86,6 +87,9 @@ TEST_F(Peer, ContextErrors) {
 
 // cuMemcpy3DPeer between two contexts of one device, and its context checks.
 TEST_F(Peer, Memcpy3DPeerOnOneDevice) {
+  // NVIDIA's driver (580, H200) crashes in cuMemcpy3DPeer with these arguments when called
+  // directly (the oracle run): the case is cudamux's own.
+  if (backend() == "cuda") GTEST_SKIP() << "NVIDIA's cuMemcpy3DPeer crashes on this case";
   constexpr size_t kW = 16, kH = 4, kPitch = 32;
   DeviceBuffer src(kPitch * kH), dst(kPitch * kH);
   std::vector<unsigned char> host(kPitch * kH), back(kPitch * kH, 0);
