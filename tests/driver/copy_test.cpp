@@ -159,9 +159,9 @@ TEST_F(Copy, UnifiedCopyRunningPastDeviceMemoryIsRejected) {
   ASSERT_OK(cuMemsetD8_v2(b.ptr, 0xbb, n));
   std::vector<unsigned char> host(4 * n, 0x11);
   const auto h = reinterpret_cast<CUdeviceptr>(host.data());
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(a.ptr + 16, h, n));      // H->D, 16 B too long
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(h, a.ptr + 16, n));      // D->H
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(a.ptr, b.ptr + 1, n));   // D->D, source
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(a.ptr + 16, h, n));     // H->D, 16 B too long
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(h, a.ptr + 16, n));     // D->H
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy(a.ptr, b.ptr + 1, n));  // D->D, source
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpyAsync(a.ptr + n - 1, h, 2, nullptr));
   ASSERT_OK(cuCtxSynchronize());
   for (unsigned char v : read_back(a.ptr, n)) ASSERT_EQ(v, 0xaa);

@@ -53,7 +53,8 @@ void Driver::TearDown() {
     // A real driver keeps some memory after first use of features (NVIDIA 580 keeps
     // 126 MiB once managed memory was used, docs/conformance.md): allow that much.
     constexpr size_t kDriverSlack = size_t{256} << 20;
-    EXPECT_GE(free + kDriverSlack, baseline_free()) << "device memory leaked by this test (or its context)";
+    EXPECT_GE(free + kDriverSlack, baseline_free())
+        << "device memory leaked by this test (or its context)";
   }
   EXPECT_OK(cuCtxDestroy_v2(probe));
 }

@@ -114,7 +114,8 @@ TEST_F(Device, TotalMem) {
 }
 
 TEST_F(Device, EveryDefinedAttributeIsAnswered) {
-  CUDAMUX_KNOWN_DIFFERENCE("hip", "HIP 5.2 has no counterpart for some CUDA attributes (docs/backends/hip.md)");
+  CUDAMUX_KNOWN_DIFFERENCE(
+      "hip", "HIP 5.2 has no counterpart for some CUDA attributes (docs/backends/hip.md)");
   for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; ++a) {
     int v = INT_MIN;
     EXPECT_OK(cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(a), dev))
@@ -142,7 +143,9 @@ int attr(CUdevice d, CUdevice_attribute a) {
 }
 
 TEST_F(Device, AttributesAreSelfConsistent) {
-  CUDAMUX_KNOWN_DIFFERENCE("hip", "AMD GPUs report their real wavefront size (64 on CDNA), and some attributes are none");
+  CUDAMUX_KNOWN_DIFFERENCE(
+      "hip",
+      "AMD GPUs report their real wavefront size (64 on CDNA), and some attributes are none");
   EXPECT_EQ(attr(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE), 32);
   const int threads = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   EXPECT_GT(threads, 0);

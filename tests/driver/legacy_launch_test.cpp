@@ -47,6 +47,7 @@ bool compile(const char* source, std::string& image, std::string& log) {
 // launch form uses them.
 TEST_F(LegacyLaunch, StatePerFunction) {
   CUDAMUX_KNOWN_DIFFERENCE("hip", "the fake HIP runtime of the tests runs no kernels");
+  CUDAMUX_SKIP_ON_ORACLE("NVIDIA's driver (580) crashed in this case; cudamux over it passes");
   std::string image, log;
   ASSERT_TRUE(compile(kFillSource, image, log)) << log;
   CUmodule m = nullptr;
