@@ -1041,10 +1041,16 @@ void fill_link_log(const JitOptions& o, CUjit_option which, const std::string& t
       o.values[i] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(n + 1));
 }
 
-CUresult link_add(LinkState& s, CUjitInputType type, const void* data, std::size_t size,
+CUresult link_add(LinkState& s, CUjitInputType type, const void* input, std::size_t size,
                   const char* fn) {
   Core& core = Core::get();
   backend::ModuleImage image;
+  // The classifier reads fixed-size headers: a copy padded with zeros keeps it inside the
+  // program's `size` bytes however short they are.
+  const auto* in = static_cast<const unsigned char*>(input);
+  std::vector<unsigned char> padded(in, in + size);
+  padded.resize(size + 64, 0);
+  const void* data = padded.data();
   switch (type) {
     case CU_JIT_INPUT_CUBIN:
     case CU_JIT_INPUT_PTX:
@@ -1090,14 +1096,16 @@ CUresult link_add(LinkState& s, CUjitInputType type, const void* data, std::size
                             std::string(core.backend().image_needs());
     return reject(r, fn, why.c_str());
   }
-  if (image.size == 0) image.size = size;
-  const std::size_t keep = std::max(size, image.size);
-  const auto* b = static_cast<const unsigned char*>(data);
-  s.storage.emplace_back(b, b + keep);
-  if (image.kind == backend::ImageKind::ptx || image.kind == backend::ImageKind::native)
-    if (s.storage.back().empty() || s.storage.back().back() != 0) s.storage.back().push_back(0);
+  // The program's bytes (a text input NUL-terminated), followed by the zero padding.
+  if (image.size == 0 || image.size > size) image.size = size;
+  s.storage.push_back(std::move(padded));
   image.data = s.storage.back().data();
-  image.size = keep;
+  if (image.kind == backend::ImageKind::ptx || image.kind == backend::ImageKind::native) {
+    const auto& kept = s.storage.back();
+    image.size = size;
+    while (image.size > 0 && kept[image.size - 1] == 0) --image.size;
+    ++image.size;  // with its NUL (the padding holds one)
+  }
   s.inputs.push_back(image);
   return CUDA_SUCCESS;
 }

@@ -117,7 +117,7 @@ TEST_F(LinkedPrograms, InputsFromFilesAndTheVersionedEntryPoints) {
   const auto path = dir / "set.ptx";
   {
     std::ofstream out(path, std::ios::binary);
-    out.write(set_image.data(), static_cast<std::streamsize>(std::strlen(set_image.c_str())));
+    out.write(set_image.data(), static_cast<std::streamsize>(set_image.size()));
   }
   CUlinkState state = nullptr;
   ASSERT_OK(cuLinkCreate_v2(0, nullptr, nullptr, &state));
