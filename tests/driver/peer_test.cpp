@@ -623,8 +623,11 @@ TEST_F(Batch, Rules) {
   // cudamux accepts it: a divergence left to fix (docs/conformance.md).
   EXPECT_CU_CUDAMUX(CUDA_SUCCESS,
                     cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 1, nullptr));
+  ASSERT_OK(cuCtxSynchronize());
   EXPECT_CU_CUDAMUX(CUDA_SUCCESS, cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 1,
                                                         CU_STREAM_PER_THREAD));
+  // Later copies on another stream write the same buffers: these must be done first (TSan).
+  ASSERT_OK(cuCtxSynchronize());
   // Documented attribute rules: attrsIdxs starts at 0, increases, stays below count, and
   // numAttrs <= count; every copy needs a valid srcAccessOrder.
   size_t from_one[] = {1};
