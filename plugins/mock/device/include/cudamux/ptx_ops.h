@@ -119,6 +119,36 @@ template <int T> typename storage<T>::type atom_cas(void* addr, typename storage
 // membar/fence at a scope: a sequentially consistent fence (the mock runs blocks on threads).
 void fence();
 
+// ---- special registers ----
+u32 laneid();    // linear thread index % 32
+u32 warpid();    // linear thread index / 32
+u32 nwarpid();
+u32 lanemask(int kind);  // 0 eq, 1 le, 2 lt, 3 ge, 4 gt
+u64 clock64();
+u64 globaltimer();  // nanoseconds
+u32 smid();
+u32 nsmid();
+
+// ---- warp collectives (the device runtime's 32-lane rendezvous, cudamux_warp_op) ----
+// shfl.sync.{up,down,bfly,idx}.b32 d|p, a, b, c, membermask (Mode 0 up, 1 down, 2 bfly, 3 idx;
+// c packs the clamp and segment mask as PTX defines). in_range: the optional predicate output.
+template <int Mode> u32 shfl(u32 a, u32 b, u32 c, u32 mask, bool& in_range);
+bool vote_all(bool p, u32 mask);
+bool vote_any(bool p, u32 mask);
+bool vote_uni(bool p, u32 mask);
+u32 vote_ballot(bool p, u32 mask);
+template <class T> u32 match_any(T v, u32 mask);
+template <class T> u32 match_all(T v, u32 mask, bool& pred);
+template <int Op, class T> T redux(T v, u32 mask);  // Op: 0 add, 1 min, 2 max, 5 and, 6 or, 7 xor
+u32 activemask();
+void bar_warp_sync(u32 mask);
+
+// ---- CTA barriers (bar / barrier; count 0 = all threads of the block) ----
+void bar_sync(u32 id, u32 count);
+u32 bar_red_popc(u32 id, u32 count, bool p);
+bool bar_red_and(u32 id, u32 count, bool p);
+bool bar_red_or(u32 id, u32 count, bool p);
+
 // ---- device runtime calls PTX makes by name ----
 // vprintf(fmt, args): args is the packed argument buffer nvcc builds (each argument at its
 // natural alignment, floats promoted to double); formats and prints like CUDA's printf.
