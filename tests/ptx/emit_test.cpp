@@ -1,6 +1,7 @@
 // The mock's PTX back end (ptx/src/emit_cpp.cpp): IR built by hand (the parser is another
 // part's) -> C++ that g++ accepts with the mock's prelude, kernels whose registration and
 // parameter layout match CUDA's, and unsupported instructions reported and trapped.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,8 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 
+#include "cudamux/device_abi.h"
 #include "cudamux/ptx/emit_cpp.hpp"
 
 using namespace cudamux::ptx;
@@ -756,6 +759,178 @@ TEST(PtxEmit, EveryExecutedFormCompiles) {
   const EmitResult res = emit_cpp(module_of({k.f}), {true, "all.ptx"});
   for (const auto& u : res.unsupported) ADD_FAILURE() << u.message;
   expect_compiles(res);
+}
+
+// ---- running the output on the mock's device runtime ---------------------------------------
+// The translation unit is built like the mock builds modules (-shared, prelude forced in,
+// linked to libcudamux-device) and its blocks run through cudamux_run_block: the same thunk,
+// registration and parameter packing the mock plugin uses.
+struct Loaded {
+  void* handle = nullptr;
+  const cudamux_module_desc* desc = nullptr;
+  std::string error;
+  ~Loaded() {
+    if (handle) dlclose(handle);
+  }
+  const cudamux_kernel_desc* kernel(const char* name) const {
+    for (unsigned k = 0; desc && k < desc->num_kernels; ++k) {
+      Dl_info info{};
+      if (dladdr(desc->kernels[k]->fn, &info) && info.dli_sname &&
+          std::string(info.dli_sname) == name)
+        return desc->kernels[k];
+    }
+    return nullptr;
+  }
+};
+
+std::unique_ptr<Loaded> load(const EmitResult& r) {
+  auto l = std::make_unique<Loaded>();
+  const std::string so = temp_path(".so");
+  const Compiled c =
+      compile(r.source, "-O1 -march=native -fPIC -shared -fno-gnu-unique -o " + so + " -L" +
+                            CUDAMUX_DEVICE_LIB_DIR + " -lcudamux-device -Wl,-rpath," +
+                            CUDAMUX_DEVICE_LIB_DIR);
+  if (c.status != 0) {
+    l->error = c.output + "\n---- source ----\n" + r.source;
+    return l;
+  }
+  // Lazy: semantics functions the test's kernels never call may still be undefined.
+  l->handle = dlopen(so.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  std::remove(so.c_str());
+  if (!l->handle) {
+    l->error = dlerror();
+    return l;
+  }
+  auto fn = reinterpret_cast<cudamux_module_fn>(dlsym(l->handle, CUDAMUX_MODULE_SYMBOL));
+  if (!fn) {
+    l->error = "no cudamux_module";
+    return l;
+  }
+  l->desc = fn();
+  return l;
+}
+
+// Launches a grid; args are the kernel's arguments in order (their sizes must match).
+int launch(const cudamux_kernel_desc* k, cudamux_u3 grid, cudamux_u3 block,
+           std::vector<std::vector<unsigned char>> args, std::uint64_t static_shared = 0,
+           unsigned dyn_shared = 0, std::string* message = nullptr) {
+  std::vector<unsigned char> buf(k->args_size + 1);
+  if (args.size() != k->num_params) return -1;
+  for (unsigned i = 0; i < k->num_params; ++i) {
+    if (args[i].size() != k->param_sizes[i]) return -2;
+    std::memcpy(buf.data() + k->param_offsets[i], args[i].data(), args[i].size());
+  }
+  volatile int abort_flag = 0;
+  cudamux_launch L{};
+  L.loop = k->loop;
+  L.args = buf.data();
+  L.grid = grid;
+  L.block = block;
+  L.abort = &abort_flag;
+  L.flags = k->flags;
+  L.kernel_fn = k->fn;
+  L.args_size = k->args_size;
+  L.dyn_shared_bytes = dyn_shared;
+  alignas(64) static unsigned char shared[1 << 16];
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        std::memset(shared, 0xcd, sizeof shared);
+        char msg[256] = {};
+        const int rc =
+            cudamux_run_block(&L, cudamux_u3{x, y, z}, shared + static_shared, msg, sizeof msg);
+        if (rc != 0) {
+          if (message) *message = msg;
+          return rc;
+        }
+      }
+  return 0;
+}
+
+template <class T>
+std::vector<unsigned char> arg(T v) {
+  std::vector<unsigned char> b(sizeof v);
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+
+TEST(PtxEmitRun, VectorAddComputesTheSums) {
+  const EmitResult r = emit_cpp(module_of({vector_add()}), {true, "vectorAdd.ptx"});
+  auto m = load(r);
+  ASSERT_TRUE(m->desc) << m->error;
+  const auto* k = m->kernel("_Z9vectorAddPKfS0_Pfi");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->flags, unsigned{CUDAMUX_KERNEL_NO_BARRIERS});
+  const int n = 150;
+  std::vector<float> a(n), b(n), c(n + 10, -1.0f);
+  for (int i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i) * 0.5f;
+    b[i] = static_cast<float>(n - i);
+  }
+  ASSERT_EQ(launch(k, {3, 1, 1}, {64, 1, 1}, {arg(a.data()), arg(b.data()), arg(c.data()), arg(n)}),
+            0);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(c[i], a[i] + b[i]) << i;
+  EXPECT_EQ(c[n], -1.0f);  // threads past n stored nothing
+}
+
+TEST(PtxEmitRun, RecursiveAndIndirectDeviceCalls) {
+  Module m = calls_module();
+  // Without the printf tail (vprintf belongs to the semantics header's part): the kernel
+  // ends after storing fact(n) through the function pointer.
+  auto& body = m.functions[2].body;
+  body.erase(body.begin() + 9, body.end() - 1);
+  const EmitResult r = emit_cpp(m, {true, "calls.ptx"});
+  auto l = load(r);
+  ASSERT_TRUE(l->desc) << l->error;
+  const auto* k = l->kernel("_Z6kernelPii");
+  ASSERT_NE(k, nullptr);
+  for (int n : {1, 5, 10}) {
+    int out = 0;
+    ASSERT_EQ(launch(k, {1, 1, 1}, {1, 1, 1}, {arg(&out), arg(n)}), 0);
+    int want = 1;
+    for (int i = 2; i <= n; ++i) want *= i;
+    EXPECT_EQ(out, want) << n;
+  }
+}
+
+TEST(PtxEmitRun, GlobalsAreFoundByNameWithTheirInitialBytesAndAddresses) {
+  Variable table;
+  table.name = "table";
+  table.type = Type::u32;
+  table.dims = {3};
+  for (std::uint64_t v : {1ull, 2ull, 0xdeadbeefull})
+    table.init.push_back({false, v, {}, 0, false});
+  Variable ptrs;
+  ptrs.name = "ptrs";
+  ptrs.type = Type::u64;
+  ptrs.dims = {1};
+  ptrs.init.push_back({true, 0, {SymbolRef::Kind::global, 0}, 4, true});
+  // k(u32* out): out[0] = table[2] + ((u32*)ptrs[0])[0]
+  FB k("k");
+  k.param("k_param_0", Type::u64);
+  auto rd1 = k.reg("%rd1", Type::b64), rd2 = k.reg("%rd2", Type::b64);
+  auto r1 = k.reg("%r1", Type::b32), r2 = k.reg("%r2", Type::b32);
+  k.I(Opcode::ld, "ld.param.u64", {Type::u64}, {R(rd1), AddrSym(PARAM, 0)}).space = Space::param;
+  k.I(Opcode::ld, "ld.global.u32", {Type::u32}, {R(r1), AddrSym(GLOBAL, 0, 8)}).space =
+      Space::global;
+  k.I(Opcode::ld, "ld.global.u64", {Type::u64}, {R(rd2), AddrSym(GLOBAL, 1)}).space = Space::global;
+  k.I(Opcode::ld, "ld.u32", {Type::u32}, {R(r2), Addr(rd2)});
+  k.I(Opcode::add, "add.s32", {Type::s32}, {R(r1), R(r1), R(r2)});
+  k.I(Opcode::st, "st.global.u32", {Type::u32}, {Addr(rd1), R(r1)}).space = Space::global;
+  k.I(Opcode::ret, "ret", {}, {});
+  const EmitResult r = emit_cpp(module_of({k.f}, {table, ptrs}));
+  auto l = load(r);
+  ASSERT_TRUE(l->desc) << l->error;
+  auto* t = static_cast<std::uint32_t*>(dlsym(l->handle, "table"));
+  auto* p = static_cast<std::uint64_t*>(dlsym(l->handle, "ptrs"));
+  ASSERT_TRUE(t && p);
+  EXPECT_EQ(t[0], 1u);
+  EXPECT_EQ(t[2], 0xdeadbeefu);
+  EXPECT_EQ(*p, reinterpret_cast<std::uint64_t>(t + 1));
+  t[1] = 40;  // like cuMemcpyHtoD to cuModuleGetGlobal's address
+  std::uint32_t out = 0;
+  ASSERT_EQ(launch(l->kernel("k"), {1, 1, 1}, {1, 1, 1}, {arg(&out)}), 0);
+  EXPECT_EQ(out, 0xdeadbeefu + 40u);
 }
 
 }  // namespace
