@@ -120,7 +120,10 @@ be::Status link_images(const std::vector<be::ModuleImage>& inputs, std::vector<u
 be::Status load_module_image(const void* image, spdlog::logger& log,
                              std::unique_ptr<be::Module>& out);
 
-// Loads NVIDIA PTX text (issue 15): translated to C++ and compiled by `compiler`.
+// NVIDIA PTX text (issue 15) translated to C++ and compiled by `compiler` into a native
+// image (self-delimiting text); or straight into a loaded module.
+be::Status translate_ptx(const be::ModuleImage& image, MockCompiler& compiler, spdlog::logger& log,
+                         std::vector<char>& native);
 be::Status load_ptx_module(const be::ModuleImage& image, MockCompiler& compiler,
                            spdlog::logger& log, std::unique_ptr<be::Module>& out);
 

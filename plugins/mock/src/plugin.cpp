@@ -267,7 +267,21 @@ class MockContext final : public be::DeviceContext {
   bool link(const std::vector<be::ModuleImage>& inputs,
             const std::vector<std::pair<CUjit_option, void*>>& /*options: nothing to tune*/,
             std::vector<unsigned char>& out, std::string& log, be::Status& st) override {
-    st = link_images(inputs, out, log);
+    // PTX inputs are translated first (each one a whole program: no cross-input symbols).
+    std::vector<std::vector<char>> translated;
+    std::vector<be::ModuleImage> native = inputs;
+    for (auto& in : native) {
+      if (in.kind != be::ImageKind::ptx) continue;
+      translated.emplace_back();
+      st = translate_ptx(in, *kernels_->compiler, *kernels_->log, translated.back());
+      if (!st.ok()) {
+        log = "a PTX input does not translate (see the log)";
+        return true;
+      }
+      in = be::ModuleImage{be::ImageKind::native, translated.back().data(),
+                           translated.back().size(), in.arch};
+    }
+    st = link_images(native, out, log);
     return true;
   }
   // IPC (issue 17; ipc.hpp).

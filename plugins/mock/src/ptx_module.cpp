@@ -15,8 +15,8 @@ namespace {
 constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
 }  // namespace
 
-be::Status load_ptx_module(const be::ModuleImage& image, MockCompiler& compiler,
-                           spdlog::logger& log, std::unique_ptr<be::Module>& out) {
+be::Status translate_ptx(const be::ModuleImage& image, MockCompiler& compiler, spdlog::logger& log,
+                         std::vector<char>& native) {
   if (image.data == nullptr) return status(CUDA_ERROR_INVALID_VALUE);
   const char* text = static_cast<const char*>(image.data);
   // Images from fat binaries come with their size; cuModuleLoadData's PTX is NUL-terminated.
@@ -53,7 +53,15 @@ be::Status load_ptx_module(const be::ModuleImage& image, MockCompiler& compiler,
         result.log.substr(0, 2000));
     return status(CUDA_ERROR_INVALID_PTX);
   }
-  return load_module_image(result.image.data(), log, out);
+  native = std::move(result.image);
+  return be::kOk;
+}
+
+be::Status load_ptx_module(const be::ModuleImage& image, MockCompiler& compiler,
+                           spdlog::logger& log, std::unique_ptr<be::Module>& out) {
+  std::vector<char> native;
+  if (const auto st = translate_ptx(image, compiler, log, native); !st.ok()) return st;
+  return load_module_image(native.data(), log, out);
 }
 
 }  // namespace cudamux::mock
