@@ -1083,17 +1083,29 @@ class Parser {
       expect(';');
       fn().prototypes.push_back(std::move(p));
     } else if (is_dir("branchtargets") || is_dir("calltargets")) {
-      next();
+      bool calls = next().text == ".calltargets";
+      Function::TargetList list;
+      list.label = index;
+      list.calls = calls;
       do {
         const Token& lt = peek();
-        std::string target(expect_ident("a label"));
+        std::string target(expect_ident(calls ? "a function" : "a label"));
         Operand o;
         o.kind = Operand::Kind::symbol;
         o.loc = loc_of(lt);
-        o.bits = add_pending(target, o.loc, true);
-        targets_scratch_.push_back(o);  // checked for existence at function end
+        if (calls) {
+          auto it = module_names_.find(target);
+          if (it == module_names_.end() || it->second.kind != SymbolRef::Kind::function)
+            fail(lt, "undefined function '" + target + "'");
+          list.targets.push_back(it->second.index);
+        } else {
+          o.bits = add_pending(target, o.loc, true);
+          targets_scratch_.emplace_back(fn().target_lists.size(), std::move(o));
+          list.targets.push_back(0);  // resolved at the end of the function
+        }
       } while (accept(','));
       expect(';');
+      fn().target_lists.push_back(std::move(list));
     }
   }
 
@@ -1180,7 +1192,10 @@ class Parser {
     } else if (!is_punct(';')) {
       do {
         in.operands.push_back(operand(in, 0));
-        if (accept('|')) in.operands.push_back(operand(in, 0));  // setp %p|%q
+        if (in.operands.size() == 1 && accept('|')) {  // setp %p|%q, shfl %r|%p ...
+          in.operands.push_back(operand(in, 0));
+          in.dest_pair = true;
+        }
       } while (accept(','));
     }
     expect(';');
@@ -1388,7 +1403,7 @@ class Parser {
     bool in_function;
   };
   std::vector<Pending> pending_;
-  std::vector<Operand> targets_scratch_;
+  std::vector<std::pair<std::size_t, Operand>> targets_scratch_;  // .branchtargets entries
 
   // Returns the marker stored in Operand::bits / Initializer::bits (id + 1; 0: none).
   std::uint64_t add_pending(std::string name, SourceLoc loc, bool in_function) {
@@ -1424,9 +1439,12 @@ class Parser {
 
   void resolve_function_pending() {
     Function& f = fn();
-    for (auto& o : targets_scratch_) {
+    std::vector<std::size_t> filled(f.target_lists.size(), 0);
+    for (auto& [list, o] : targets_scratch_) {
+      std::string name = pending_[o.bits - 1].name;
       if (!resolve(o.sym, o.bits, true) || o.sym.kind != SymbolRef::Kind::label)
-        fail(o.loc, "undefined label '" + pending_[o.bits == 0 ? 0 : o.bits - 1].name + "'");
+        fail(o.loc, "undefined label '" + name + "'");
+      f.target_lists[list].targets[filled[list]++] = o.sym.index;
     }
     targets_scratch_.clear();
     for (auto& in : f.body)
