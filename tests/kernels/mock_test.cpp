@@ -61,13 +61,20 @@ TEST_F(MockKernels, InvalidImagesAreRejected) {
   EXPECT_CU(CUDA_ERROR_INVALID_IMAGE, cuLibraryLoadData(&lib, "garbage", nullptr, nullptr, 0, nullptr, nullptr, 0));
 }
 
-TEST_F(MockKernels, NvidiaPtxGetsAClearError) {
+TEST_F(MockKernels, NvidiaPtxRunsAndBrokenPtxGetsAClearError) {
   CUmodule m = nullptr;
   const CUresult r = cuModuleLoadData(&m, kNvidiaPtx);
   if (r == CUDA_ERROR_NOT_SUPPORTED) GTEST_SKIP() << "the mock has no module loader yet (issue #3)";
-  // PTX the mock cannot run is refused as PTX (with a log line saying why), as CUDA
-  // refuses PTX its JIT cannot compile.
-  EXPECT_CU(CUDA_ERROR_INVALID_PTX, r);
+  // Issue 15: the mock translates PTX and runs it.
+  ASSERT_CU(CUDA_SUCCESS, r);
+  CUfunction f = nullptr;
+  ASSERT_CU(CUDA_SUCCESS, cuModuleGetFunction(&f, m, "noop"));
+  EXPECT_CU(CUDA_SUCCESS, cuLaunchKernel(f, 2, 1, 1, 64, 1, 1, 0, nullptr, nullptr, nullptr));
+  EXPECT_CU(CUDA_SUCCESS, cuCtxSynchronize());
+  EXPECT_CU(CUDA_SUCCESS, cuModuleUnload(m));
+  // PTX that does not parse is refused as CUDA refuses PTX its JIT cannot compile.
+  const char broken[] = ".version 8.8\n.target sm_80\n.address_size 64\n.visible .entry broken(\n";
+  EXPECT_CU(CUDA_ERROR_INVALID_PTX, cuModuleLoadData(&m, broken));
 }
 
 #ifdef CUDAMUX_HAVE_NVRTC

@@ -690,8 +690,9 @@ int g_shadow[4] = {1, 2, 3, 4};  // the host shadow of a __device__ int[4]
 void kernel_stub() {}            // a kernel's host stub
 
 // What nvcc emits for a program with one kernel: a fat binary container holding its PTX
-// (compute_75, uncompressed) and the wrapper __cudaRegisterFatBinary gets. The mock runs no
-// NVIDIA code, so launches of its kernel answer cudaErrorNoKernelImageForDevice there.
+// (compute_75, uncompressed) and the wrapper __cudaRegisterFatBinary gets. The mock runs the
+// PTX (issue 15); with the entry marked as sm_75 SASS (kind 2) instead, it has nothing it can
+// run, and launches answer cudaErrorNoKernelImageForDevice.
 constexpr char kPtx[] =
     ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry _Z6kernelv()\n{\n ret;\n}\n";
 struct alignas(8) OnePtxFatbin {
@@ -722,6 +723,7 @@ class Registered : public Runtime {
  protected:
   void SetUp() override {
     Runtime::SetUp();
+    fatbin.kind = entry_kind;
     wrapper.data = &fatbin;
     handle = __cudaRegisterFatBinary(&wrapper);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&kernel_stub),
@@ -735,10 +737,40 @@ class Registered : public Runtime {
     __cudaUnregisterFatBinary(handle);
     Runtime::TearDown();
   }
+  std::uint16_t entry_kind = 2;  // SASS only: nothing the mock runs
   OnePtxFatbin fatbin;
   FatbinWrapper wrapper;
   void** handle = nullptr;
 };
+
+// The same program with its PTX: the mock translates and runs it (issue 15).
+class RegisteredPtx : public Registered {
+ protected:
+  void SetUp() override {
+    entry_kind = 1;
+    Registered::SetUp();
+  }
+};
+
+TEST_F(RegisteredPtx, KernelsRunFromThePtx) {
+  const void* stub = reinterpret_cast<const void*>(&kernel_stub);
+  ASSERT_RT(cudaLaunchKernel(stub, dim3(2), dim3(32), nullptr, 0, nullptr));
+  ASSERT_RT(cudaDeviceSynchronize());
+  cudaFuncAttributes attr{};
+  ASSERT_RT(cudaFuncGetAttributes(&attr, stub));
+  EXPECT_EQ(attr.sharedSizeBytes, 0u);
+  EXPECT_GE(attr.maxThreadsPerBlock, 1024);
+  cudaFunction_t f = nullptr;
+  ASSERT_RT(cudaGetFuncBySymbol(&f, stub));
+  EXPECT_NE(f, nullptr);
+  int blocks = 0;
+  ASSERT_RT(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, stub, 32, 0));
+  EXPECT_GT(blocks, 0);
+  // Symbols the PTX does not define keep their host shadow's storage.
+  int out[4] = {};
+  ASSERT_RT(cudaMemcpyFromSymbol(out, g_shadow, sizeof out));
+  EXPECT_EQ(out[2], 3);
+}
 
 TEST_F(Registered, MemcpyToAndFromSymbol) {
   int out[4] = {};

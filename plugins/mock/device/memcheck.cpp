@@ -460,6 +460,8 @@ CUDAMUX_DEVICE_EXPORT void cudamux_memcheck_access(const void* address, unsigned
                                   "dynamic shared memory");
     return;
   }
+  // A PTX kernel's static .shared variables, just below the dynamic memory.
+  if (dyn != 0 && a >= dyn - k.launch->static_shared_bytes && end <= dyn) return;
   if (a >= m.tls_begin && end <= m.tls_end) {
     if (m.tls_shadow_base != m.tls_begin) {
       m.tls_shadow.clear();

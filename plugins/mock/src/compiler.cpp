@@ -904,6 +904,16 @@ std::vector<int> MockCompiler::supported_archs() const {
 }
 
 be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileResult& result) {
+  return compile_impl(request, result, false);
+}
+
+be::Status MockCompiler::compile_generated(const be::CompileRequest& request,
+                                           be::CompileResult& result) {
+  return compile_impl(request, result, true);
+}
+
+be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::CompileResult& result,
+                                      bool generated) {
   result = be::CompileResult{};
   const DeviceFiles files = device_files();
   if (files.include_dir.empty()) {
@@ -954,6 +964,7 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   // Cache key: everything that can change the image.
   Hasher h;
   h.add("cudamux-mock-cache-v1");
+  h.add(generated ? "generated" : "nvrtc");
   h.add(std::to_string(CUDAMUX_DEVICE_ABI));
   h.add(compiler_identity(settings_.compiler));
   h.add(cpu_identity());
@@ -1003,15 +1014,21 @@ be::Status MockCompiler::compile(const be::CompileRequest& request, be::CompileR
   } cleanup{dir};
 
   // Kernels are analysed on the source as compiled (extern __shared__ rewritten; same lines).
-  const std::string src = rewrite_dynamic_shared(std::string(request.source));
-  const std::string src_code = code_view(src);
-  std::vector<KernelDecl> kernels = scan_kernels(src_code);
+  // Generated sources (PTX translated by ptx/) carry their own kernel table and #lines.
+  const std::string src =
+      generated ? std::string(request.source) : rewrite_dynamic_shared(std::string(request.source));
+  std::vector<KernelDecl> kernels;
   std::string twins;
-  // Memcheck reports and hazard hints read the running thread's index from the runtime: no
-  // flat twins (they take threadIdx as a parameter) in that mode.
-  analyse_kernels(src, src_code, kernels, request, quote(name), settings_.fission,
-                  !settings_.memcheck, twins, *log_);
+  if (!generated) {
+    const std::string src_code = code_view(src);
+    kernels = scan_kernels(src_code);
+    // Memcheck reports and hazard hints read the running thread's index from the runtime: no
+    // flat twins (they take threadIdx as a parameter) in that mode.
+    analyse_kernels(src, src_code, kernels, request, quote(name), settings_.fission,
+                    !settings_.memcheck, twins, *log_);
+  }
   auto program_text = [&] {
+    if (generated) return src;
     return "#line 1 " + quote(name) + "\n" + src + "\n#line 1 " + quote(kFissionFile) + "\n" +
            twins + "\n#line 1 " + quote(kRegistrationFile) + "\n" +
            registration(kernels, request.name_expressions);

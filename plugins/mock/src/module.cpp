@@ -167,7 +167,11 @@ be::Status MockFunction::attribute(CUfunction_attribute attr, int& value) const 
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       value = desc_->max_threads > 0 ? std::min(desc_->max_threads, 1024) : 1024;
       return be::kOk;
-    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:  // static __shared__ lives in thread-local storage
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      // PTX kernels: their module's .shared layout. NVRTC kernels: 0, their static __shared__
+      // lives in thread-local storage.
+      value = static_cast<int>(desc_->static_shared_bytes);
+      return be::kOk;
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:

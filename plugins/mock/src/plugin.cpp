@@ -267,7 +267,21 @@ class MockContext final : public be::DeviceContext {
   bool link(const std::vector<be::ModuleImage>& inputs,
             const std::vector<std::pair<CUjit_option, void*>>& /*options: nothing to tune*/,
             std::vector<unsigned char>& out, std::string& log, be::Status& st) override {
-    st = link_images(inputs, out, log);
+    // PTX inputs are translated first (each one a whole program: no cross-input symbols).
+    std::vector<std::vector<char>> translated;
+    std::vector<be::ModuleImage> native = inputs;
+    for (auto& in : native) {
+      if (in.kind != be::ImageKind::ptx) continue;
+      translated.emplace_back();
+      st = translate_ptx(in, *kernels_->compiler, *kernels_->log, translated.back());
+      if (!st.ok()) {
+        log = "a PTX input does not translate (see the log)";
+        return true;
+      }
+      in = be::ModuleImage{be::ImageKind::native, translated.back().data(),
+                           translated.back().size(), in.arch};
+    }
+    st = link_images(native, out, log);
     return true;
   }
   // IPC (issue 17; ipc.hpp).
@@ -308,11 +322,7 @@ class MockContext final : public be::DeviceContext {
       case be::ImageKind::native:
         return load_module_image(image.data, *kernels_->log, out);
       case be::ImageKind::ptx:
-        kernels_->log->error(
-            "mock backend: module image is NVIDIA PTX (compute_{}): the mock runs only modules "
-            "compiled by cudamux's NVRTC (libnvrtc.so.13 from cudamux)",
-            image.arch);
-        return status(CUDA_ERROR_INVALID_PTX);
+        return load_ptx_module(image, *kernels_->compiler, *kernels_->log, out);
       case be::ImageKind::cubin:
       case be::ImageKind::nvidia_fatbin:
       case be::ImageKind::host_object:
@@ -320,8 +330,8 @@ class MockContext final : public be::DeviceContext {
         break;
     }
     kernels_->log->error(
-        "mock backend: module image is an NVIDIA {}: the mock runs only modules compiled by "
-        "cudamux's NVRTC",
+        "mock backend: module image is an NVIDIA {}: the mock runs PTX and modules compiled by "
+        "cudamux's NVRTC, not NVIDIA's machine code (SASS)",
         image.kind == be::ImageKind::cubin ? "cubin (sm_" + std::to_string(image.arch) + ")"
                                            : std::string("fat binary"));
     return status(CUDA_ERROR_NO_BINARY_FOR_GPU);
@@ -348,14 +358,18 @@ class MockBackend final : public be::Backend {
         faults_(std::make_shared<Faults>(config.faults, log)),
         fault_compiler_(compiler_, *faults_) {
     kernels_->log = std::move(log);
-    kernels_->images = &images_;  // issue 17: copies with array ends
+    kernels_->images = &images_;      // issue 17: copies with array ends
+    kernels_->compiler = &compiler_;  // issue 15: PTX modules
     // [mock] workers counts every thread running blocks, the launching queue's included.
     kernels_->workers = config.workers > 0 ? config.workers - 1 : -1;
   }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "mock"; }
   [[nodiscard]] std::string_view image_needs() const noexcept override {
-    return "modules compiled by cudamux's NVRTC (it does not run NVIDIA's PTX or SASS yet)";
+    return "PTX and modules compiled by cudamux's NVRTC (not NVIDIA's SASS)";
+  }
+  [[nodiscard]] unsigned image_kinds() const noexcept override {
+    return be::image_kind_bit(be::ImageKind::native) | be::image_kind_bit(be::ImageKind::ptx);
   }
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
   [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }

@@ -61,7 +61,9 @@ BlockPool::~BlockPool() {
 void BlockPool::work(Job& job) {
   const DeviceMemoryAccess access;  // kernels reach protected device memory (memcheck)
   const cudamux_launch& l = *job.launch;
-  void* shared = dyn_shared_buffer(job.shared_bytes);
+  // PTX kernels' static .shared variables sit in front of the dynamic memory (one window).
+  const unsigned prefix = l.static_shared_bytes;
+  void* shared = static_cast<char*>(dyn_shared_buffer(prefix + job.shared_bytes)) + prefix;
   const std::uint64_t gx = l.grid.x;
   const std::uint64_t gxy = gx * l.grid.y;
   char message[1024];
@@ -183,6 +185,7 @@ int execute_launch(const KernelLaunch& k) {
   l.kernel_fn = k.desc->fn;
   l.args_size = k.desc->args_size;
   l.dyn_shared_bytes = k.shared_bytes;
+  l.static_shared_bytes = k.desc->static_shared_bytes;
   static std::atomic<unsigned long long> next_id{1};
   l.id = next_id.fetch_add(1, std::memory_order_relaxed);
   if (k.log != nullptr) {

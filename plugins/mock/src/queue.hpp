@@ -68,6 +68,8 @@ struct KernelEnv {
   std::shared_ptr<spdlog::logger> log;
   // The backend's arrays, for copies with array ends (issue 17); set once at creation.
   const MockImages* images = nullptr;
+  // The backend's compiler, which also builds the C++ translated from PTX (issue 15).
+  MockCompiler* compiler = nullptr;
   int workers = -1;  // pool threads besides the launching queue's; -1: cores - 1
   std::once_flag started;
   std::unique_ptr<BlockPool> pool;

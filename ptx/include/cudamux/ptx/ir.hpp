@@ -204,6 +204,9 @@ struct Instruction {
   // the address operand's elems hold the texture and the coordinate vector.
   std::vector<Operand> operands;
   SourceLoc loc;
+  // The first operand was written `a|b` (setp, shfl, match, elect ...): operands 0 and 1 are
+  // both destinations.
+  bool dest_pair = false;
 };
 
 // ---- declarations ------------------------------------------------------------------------
@@ -277,6 +280,15 @@ struct Function {
   };
   std::vector<Prototype> prototypes;
   SourceLoc loc;
+  // `ts: .branchtargets L1, L2;` / `.calltargets f, g;` (brx.idx / indirect call target lists):
+  // label index of the list -> its targets (label indices for .branchtargets, function
+  // indices for .calltargets).
+  struct TargetList {
+    std::uint32_t label = 0;
+    bool calls = false;
+    std::vector<std::uint32_t> targets;
+  };
+  std::vector<TargetList> target_lists;
 };
 
 struct Module {

@@ -3,7 +3,7 @@
 #ifndef CUDAMUX_DEVICE_ABI_H
 #define CUDAMUX_DEVICE_ABI_H
 
-#define CUDAMUX_DEVICE_ABI 3
+#define CUDAMUX_DEVICE_ABI 4
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +27,11 @@ typedef struct cudamux_kernel_desc {
   int min_blocks;               // __launch_bounds__ second argument; 0 when none
   const char* name_expression;  // the nvrtcAddNameExpression text it came from, or 0
   unsigned flags;               // CUDAMUX_KERNEL_* below
+  // Bytes of the block's shared window that precede its dynamic shared memory (ABI 4): PTX
+  // kernels address .shared variables as offsets into one window, [static][dynamic], so the
+  // launcher allocates this much in front of cudamux_dyn_shared. 0 for NVRTC kernels, whose
+  // __shared__ variables are thread_local statics.
+  unsigned static_shared_bytes;
 } cudamux_kernel_desc;
 
 // Kernel flags, set by the compiler from its source analysis.
@@ -69,6 +74,7 @@ typedef struct cudamux_launch {
   const void* kernel_fn;
   unsigned args_size;
   unsigned dyn_shared_bytes;
+  unsigned static_shared_bytes;  // the kernel's window prefix before the dynamic memory
   // Receives memcheck hints (shared-memory hazards) of this launch; may be null.
   void (*hint)(void* user, const char* text);
   void* hint_user;

@@ -651,7 +651,8 @@ struct kernel<K, Flags, B> {
   static void loop(const void* p, unsigned start) {
     run(static_cast<const char*>(p), start, iseq<unsigned, __integer_pack(sizeof...(A))...>{});
   }
-  static cudamux_kernel_desc desc(int max_threads, int min_blocks, const char* expr) {
+  static cudamux_kernel_desc desc(int max_threads, int min_blocks, const char* expr,
+                                  unsigned static_shared = 0) {
     return cudamux_kernel_desc{reinterpret_cast<const void*>(K),
                                &loop,
                                static_cast<unsigned>(sizeof...(A)),
@@ -661,13 +662,15 @@ struct kernel<K, Flags, B> {
                                max_threads,
                                min_blocks,
                                expr,
-                               Flags};
+                               Flags,
+                               static_shared};
   }
 };
 template <auto K, unsigned Flags = 0, auto B = nullptr>
-inline const cudamux_kernel_desc entry(int max_threads, int min_blocks, const char* expr) {
+inline const cudamux_kernel_desc entry(int max_threads, int min_blocks, const char* expr,
+                                       unsigned static_shared = 0) {
   static_assert(sizeof(K) != 0, "");
-  return kernel<K, Flags, B>::desc(max_threads, min_blocks, expr);
+  return kernel<K, Flags, B>::desc(max_threads, min_blocks, expr, static_shared);
 }
 template <class T>
 struct is_kernel_ptr {
@@ -683,7 +686,7 @@ inline const cudamux_kernel_desc named(const char* expr) {
   if constexpr (is_kernel_ptr<decltype(P)>::value) {
     return kernel<P>::desc(0, 0, expr);
   } else {
-    return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr, 0};
+    return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr, 0, 0};
   }
 }
 }  // namespace cudamux::detail

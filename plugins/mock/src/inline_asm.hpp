@@ -1,0 +1,46 @@
+// Inline PTX in CUDA C++ given to the mock's NVRTC (issue 15): GNU extended asm statements
+// (`asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));`) are found by a small scanner of
+// the statement's grammar, each one becomes a PTX .func that loads its operands from an
+// argument block, runs the statement's PTX and stores its outputs back; the PTX front end
+// translates those functions to C++ and the statement becomes a call of a wrapper.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cudamux::mock {
+
+struct AsmOperand {
+  std::string name;        // `[name]` symbolic name, or empty
+  std::string constraint;  // as written: "=r", "+l", "f", "n" ...
+  std::string expression;  // the C++ expression in parentheses
+  bool output = false;
+  bool read = true;  // inputs and "+" outputs are read before the statement runs
+  char letter = 0;   // h r l f d n (c, b: bytes)
+};
+
+struct AsmStatement {
+  std::size_t begin = 0, end = 0;    // source offsets: `asm` .. the closing parenthesis
+  std::string text;                  // the template: string literals concatenated and unescaped
+  std::vector<AsmOperand> operands;  // outputs first, then inputs (GCC's numbering)
+  unsigned line = 1;                 // of `asm`, for messages
+};
+
+// Finds every asm statement of a CUDA C++ source (outside comments and literals). Statements
+// it cannot read (an unterminated literal, a constraint it does not know) are reported in
+// `error` with their line; the scan stops there.
+std::vector<AsmStatement> find_asm_statements(std::string_view source, std::string& error);
+
+// The PTX module of the statements (one .func per statement, named cudamux_asm_<i>), or an
+// error naming the statement's line when a template refers to an operand that does not exist.
+bool asm_functions_ptx(const std::vector<AsmStatement>& statements, std::string& ptx,
+                       std::string& error);
+
+// The C++ a statement becomes: a call of its wrapper (the line count of the original text is
+// kept so that later lines keep their numbers), and the wrappers themselves.
+std::string asm_call(const AsmStatement& statement, std::size_t index, std::string_view original);
+std::string asm_wrappers(const std::vector<AsmStatement>& statements);
+
+}  // namespace cudamux::mock

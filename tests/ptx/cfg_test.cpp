@@ -1,0 +1,3 @@
+#include "cudamux/ptx/cfg.hpp"
+
+#include <gtest/gtest.h>
