@@ -710,7 +710,8 @@ void Emitter::emit_globals() {
       o_ << "static thread_local __attribute__((aligned(" << var_align(v) << "))) ";
     } else if (exported) {
       // The mock finds globals by name and size (cuModuleGetGlobal): exported, writable.
-      o_ << "extern \"C\" __attribute__((visibility(\"default\"), used, aligned(" << var_align(v)
+      // (`extern "C" { }` form: a definition, without g++'s warning about initialised externs)
+      o_ << "extern \"C\" { __attribute__((visibility(\"default\"), used, aligned(" << var_align(v)
          << ")" << (v.is_weak || v.is_common ? ", weak" : "") << ")) ";
     } else {
       o_ << "static __attribute__((used, aligned(" << var_align(v) << "))) ";
@@ -728,7 +729,7 @@ void Emitter::emit_globals() {
     } else if (v.space != Space::local) {
       o_ << " = {}";
     }
-    o_ << ";\n";
+    o_ << (exported && v.space != Space::local ? "; }\n" : ";\n");
   }
   const std::string c = ctor.str();
   if (!c.empty())
@@ -837,6 +838,8 @@ void Emitter::emit_function(std::size_t fi) {
         if (e.kind == Operand::Kind::symbol && e.sym.kind == SymbolRef::Kind::label)
           targets.insert(e.sym.index);
     }
+  for (const auto& tl : f.target_lists)
+    if (!tl.calls) targets.insert(tl.targets.begin(), tl.targets.end());
   std::vector<std::vector<std::uint32_t>> labels_at(f.body.size() + 1);
   for (std::size_t l = 0; l < f.labels.size(); ++l)
     if (targets.count(static_cast<std::uint32_t>(l)) && f.labels[l].instruction <= f.body.size())
@@ -1531,7 +1534,8 @@ std::string Emitter::compare_select(const Instruction& ins) {
     k = 1;
   } else {
     const std::size_t srcs = 2 + (ins.boolop != BoolOp::none ? 1 : 0);
-    const std::size_t ndst = ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+    const std::size_t ndst =
+        ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
     for (; k < ndst; ++k) dst.push_back(&ins.operands[k]);
   }
   std::string a = rd(opnd(ins, k), st), b = rd(opnd(ins, k + 1), st);
@@ -1870,17 +1874,26 @@ std::string Emitter::control(const Instruction& ins) {
       return "goto L_" + std::to_string(l.sym.index) + ";";
     }
     case Opcode::brx_idx: {
+      // brx.idx index, list: the list is a `.branchtargets` label (Function::target_lists) or,
+      // from hand-built IR, a vector of labels.
       const auto& l = opnd(ins, 1);
-      if (l.kind != Operand::Kind::vector || l.elems.empty()) break;
-      std::string s = "switch (" + rd(opnd(ins, 0), Type::u32) + ") { ";
-      for (std::size_t k = 0; k < l.elems.size(); ++k) {
-        const auto& e = l.elems[k];
-        if (e.kind != Operand::Kind::symbol || e.sym.kind != SymbolRef::Kind::label) {
-          fail("branch target list");
-          return ";";
+      std::vector<std::uint32_t> targets;
+      if (l.kind == Operand::Kind::vector) {
+        for (const auto& e : l.elems) {
+          if (e.kind != Operand::Kind::symbol || e.sym.kind != SymbolRef::Kind::label) {
+            fail("branch target list");
+            return ";";
+          }
+          targets.push_back(e.sym.index);
         }
-        s += "case " + std::to_string(k) + ": goto L_" + std::to_string(e.sym.index) + "; ";
+      } else if (l.kind == Operand::Kind::symbol && l.sym.kind == SymbolRef::Kind::label && f_) {
+        for (const auto& tl : f_->target_lists)
+          if (tl.label == l.sym.index && !tl.calls) targets = tl.targets;
       }
+      if (targets.empty()) break;
+      std::string s = "switch (" + rd(opnd(ins, 0), Type::u32) + ") { ";
+      for (std::size_t k = 0; k < targets.size(); ++k)
+        s += "case " + std::to_string(k) + ": goto L_" + std::to_string(targets[k]) + "; ";
       return s + "default: ::cudamux::ptx::trap(\"brx.idx: index out of range\"); return; }";
     }
     case Opcode::ret:
@@ -2004,7 +2017,8 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd = ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+        const std::size_t nd =
+            ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty() || ins.mode < Mode::up || ins.mode > Mode::idx) break;
@@ -2043,7 +2057,8 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd = ins.operands.size() > 2 ? ins.operands.size() - 2 : 1;
+        const std::size_t nd =
+            ins.dest_pair ? 2 : ins.operands.size() > 2 ? ins.operands.size() - 2 : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty()) break;
@@ -2094,7 +2109,7 @@ void Emitter::emit_registration() {
     const unsigned flags = reaches_sync_[fi] ? 0u : 1u;  // CUDAMUX_KERNEL_NO_BARRIERS
     o_ << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<&" << f.name
        << ", " << flags << "u>(static_cast<int>(" << threads << "), static_cast<int>("
-       << f.minnctapersm << "), nullptr);\n";
+       << f.minnctapersm << "), nullptr, " << static_shared_ << "u);\n";
     refs.push_back("&" + var);
   }
   o_ << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* "

@@ -831,6 +831,7 @@ int launch(const cudamux_kernel_desc* k, cudamux_u3 grid, cudamux_u3 block,
   L.kernel_fn = k->fn;
   L.args_size = k->args_size;
   L.dyn_shared_bytes = dyn_shared;
+  L.static_shared_bytes = static_cast<unsigned>(static_shared);
   alignas(64) static unsigned char shared[1 << 16];
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
