@@ -832,6 +832,7 @@ void Emitter::emit_function(std::size_t fi) {
   std::set<std::uint32_t> targets;
   for (const auto& i : f.body)
     for (const auto& op : i.operands) {
+      if (i.op != Opcode::bra && i.op != Opcode::brx_idx) break;
       if (op.kind == Operand::Kind::symbol && op.sym.kind == SymbolRef::Kind::label)
         targets.insert(op.sym.index);
       for (const auto& e : op.elems)
@@ -884,14 +885,14 @@ void Emitter::emit_function(std::size_t fi) {
   if (uses_carry_) o_ << "  bool cudamux_carry = false;\n";
   for (std::size_t r = 0; r < f.registers.size(); ++r) {
     const auto& reg = f.registers[r];
-    o_ << "  " << storage(reg.type) << " " << reg_names_[r];
+    o_ << "  [[maybe_unused]] " << storage(reg.type) << " " << reg_names_[r];
     if (reg.vec > 1) o_ << "[" << unsigned(reg.vec) << "]";
     o_ << "{};\n";
   }
   for (std::size_t l = 0; l < f.locals.size(); ++l) {
     const auto& v = f.locals[l];
     if (v.space == Space::shared) continue;
-    o_ << "  alignas(" << var_align(v) << ") unsigned char " << local_names_[l] << "["
+    o_ << "  [[maybe_unused]] alignas(" << var_align(v) << ") unsigned char " << local_names_[l] << "["
        << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
   }
   o_ << body.str() << "}\n";
