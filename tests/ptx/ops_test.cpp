@@ -152,8 +152,15 @@ TEST(PtxOpsCvt, FloatToIntSaturatesAndNaNIsZero) {
   EXPECT_EQ((cvt<S8, F32, RNI, 0>(-200.0f)), -128);
   EXPECT_EQ((cvt<S16, F16, RZI, 0>(0x7c00)), INT16_MAX);  // f16 inf
   EXPECT_EQ((cvt<S32, F16, RNI, 0>(0x7e00)), 0);          // f16 NaN
-  EXPECT_EQ((cvt<S32, F32, RPI, 0>(1e-40f)), 1);          // a subnormal input
-  EXPECT_EQ((cvt<S32, F32, RPI, FTZ>(1e-40f)), 0);        // flushed first
+  // NaN: zero, except from f64 or into 64-bit integers, where it is 1 << (width - 1).
+  EXPECT_EQ((cvt<S32, F64, RZI, 0>(std::nan(""))), INT32_MIN);
+  EXPECT_EQ((cvt<U32, F64, RNI, 0>(std::nan(""))), 0x80000000u);
+  EXPECT_EQ((cvt<U8, F64, RNI, 0>(std::nan(""))), 0x80u);
+  EXPECT_EQ((cvt<S64, F32, RZI, 0>(NAN)), INT64_MIN);
+  EXPECT_EQ((cvt<U64, F32, RZI, 0>(NAN)), 0x8000000000000000ull);
+  EXPECT_EQ((cvt<U16, F32, RZI, 0>(NAN)), 0u);
+  EXPECT_EQ((cvt<S32, F32, RPI, 0>(1e-40f)), 1);    // a subnormal input
+  EXPECT_EQ((cvt<S32, F32, RPI, FTZ>(1e-40f)), 0);  // flushed first
 }
 
 TEST(PtxOpsCvt, IntToFloatRounding) {
@@ -468,7 +475,14 @@ TEST(PtxOpsFloat, ApproxAndDivisionForms) {
   EXPECT_EQ((fex2<BF16X2, 0>(0x3f800000u)), 0x40003f80u);
   EXPECT_NEAR((ftanh<F32, 0>(0.5f)), std::tanh(0.5), 1e-6);
   EXPECT_EQ((ftanh<F16, 0>(0x0000)), 0x0000);
-  EXPECT_EQ((frcp<F64, NONE, APPROX>(4.0)), 0.25);
+  // rcp/rsqrt.approx.ftz.f64: from the upper word; the lower 32 result bits are zero.
+  EXPECT_EQ((frcp<F64, NONE, APPROX | FTZ>(4.0)), 0.25);
+  EXPECT_EQ(b64(frcp<F64, NONE, APPROX | FTZ>(3.0)), 0x3fd5555500000000ull);
+  EXPECT_EQ(b64(frcp<F64, NONE, APPROX | FTZ>(std::nan(""))), 0x7fffffff00000000ull);
+  EXPECT_EQ((frcp<F64, NONE, APPROX | FTZ>(-1e-310)), -INFINITY);
+  EXPECT_EQ(b64(frcp<F64, NONE, APPROX | FTZ>(1e308)), 0u);  // subnormal result: flushed
+  EXPECT_EQ((frsqrt<F64, APPROX | FTZ>(4.0)), 0.5);
+  EXPECT_EQ(b64(frsqrt<F64, APPROX | FTZ>(2.0)), b64(1.0 / std::sqrt(2.0)) & 0xffffffff00000000ull);
   EXPECT_EQ((frsqrt<F64, 0>(0.25)), 2.0);
 }
 

@@ -729,6 +729,19 @@ inline xf xf_div(xf a, xf b) {         // b nonzero: a 63-bit-or-more quotient, 
   if (num % den != 0) q |= 1;
   return xf{a.neg != b.neg, a.exp - b.exp - s, q};
 }
+// rcp.approx.ftz.f64 / rsqrt.approx.ftz.f64: computed from the upper 32 bits of a (1.11.20)
+// with subnormals flushed; the result keeps its upper 32 bits (lower ones zero), subnormal
+// results flush, NaN is 0x7fffffff00000000.
+template <class Fn>
+CUDAMUX_PTX_INLINE double gross64(double a, Fn fn) {
+  u64 hi = bits64(a) & 0xffffffff00000000ull;
+  if ((hi & 0x7ff0000000000000ull) == 0) hi &= 0x8000000000000000ull;
+  const double r = fn(as_f64(hi));
+  if (isnan64(r)) return as_f64(0x7fffffff00000000ull);
+  u64 rb = bits64(r) & 0xffffffff00000000ull;
+  if ((rb & 0x7ff0000000000000ull) == 0) rb &= 0x8000000000000000ull;
+  return as_f64(rb);
+}
 template <int R>
 CUDAMUX_PTX_INLINE double xf_round(xf v, bool zero_neg) {
   if (v.mant == 0) return zero_neg ? -0.0 : 0.0;
@@ -941,7 +954,13 @@ typename storage<D>::type cvt(typename storage<S>::type x) {
     constexpr double half = static_cast<double>(1ull << (w - 1));
     constexpr double lo = is_signed_int<D> ? -half : 0.0;
     constexpr double hi = is_signed_int<D> ? half : 2 * half;
-    if (isnan64(v)) return 0;
+    if (isnan64(v)) {
+      // PTX ISA 9: zero, except from f64 or to a 64-bit integer: 1 << (width - 1).
+      if constexpr (S != F64 && w != 64)
+        return 0;
+      else
+        return static_cast<DT>(static_cast<u64>(1) << (w - 1));
+    }
     if (v < lo) return int_saturate<D>(static_cast<s128>(-1) << 100);
     if (v >= hi) return int_saturate<D>(static_cast<s128>(1) << 100);
     if constexpr (is_signed_int<D>)
@@ -1263,7 +1282,7 @@ typename storage<T>::type frcp(typename storage<T>::type a) {
   using namespace detail;
   if constexpr (T == F64) {
     if constexpr ((Flags & APPROX) != 0)
-      return 1.0 / in<T, Flags>(a);  // within its 2^-20
+      return gross64(a, [](double x) { return 1.0 / x; });  // rcp.approx.ftz.f64
     else
       return div64<R>(1.0, a);
   } else if constexpr (T == F32 && (Flags & APPROX) != 0) {
@@ -1305,7 +1324,11 @@ CUDAMUX_PTX_INLINE typename storage<T>::type approx1(typename storage<T>::type a
 }  // namespace detail
 template <int T, int Flags>
 typename storage<T>::type frsqrt(typename storage<T>::type a) {
-  return detail::approx1<T, Flags>(a, [](double x) { return 1.0 / __builtin_sqrt(x); });
+  if constexpr (T == F64 && (Flags & FTZ) != 0) {  // rsqrt.approx.ftz.f64: the upper word only
+    return detail::gross64(a, [](double x) { return 1.0 / __builtin_sqrt(x); });
+  } else {
+    return detail::approx1<T, Flags>(a, [](double x) { return 1.0 / __builtin_sqrt(x); });
+  }
 }
 template <int T, int Flags>
 typename storage<T>::type fsin(typename storage<T>::type a) {
