@@ -458,7 +458,7 @@ constexpr const char* kRuntime =
             return gp((ga(raw) + a - 1) / a * a);
           }
           }  // namespace cudamux_ptx_rt
-)CPP";
+    )CPP";
 
 struct Ctx;  // per-function emission state
 
@@ -892,8 +892,8 @@ void Emitter::emit_function(std::size_t fi) {
   for (std::size_t l = 0; l < f.locals.size(); ++l) {
     const auto& v = f.locals[l];
     if (v.space == Space::shared) continue;
-    o_ << "  [[maybe_unused]] alignas(" << var_align(v) << ") unsigned char " << local_names_[l] << "["
-       << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
+    o_ << "  [[maybe_unused]] alignas(" << var_align(v) << ") unsigned char " << local_names_[l]
+       << "[" << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
   }
   o_ << body.str() << "}\n";
   f_ = nullptr;
@@ -1535,8 +1535,9 @@ std::string Emitter::compare_select(const Instruction& ins) {
     k = 1;
   } else {
     const std::size_t srcs = 2 + (ins.boolop != BoolOp::none ? 1 : 0);
-    const std::size_t ndst =
-        ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+    const std::size_t ndst = ins.dest_pair                ? 2
+                             : ins.operands.size() > srcs ? ins.operands.size() - srcs
+                                                          : 1;
     for (; k < ndst; ++k) dst.push_back(&ins.operands[k]);
   }
   std::string a = rd(opnd(ins, k), st), b = rd(opnd(ins, k + 1), st);
@@ -2018,8 +2019,9 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd =
-            ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+        const std::size_t nd = ins.dest_pair                ? 2
+                               : ins.operands.size() > srcs ? ins.operands.size() - srcs
+                                                            : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty() || ins.mode < Mode::up || ins.mode > Mode::idx) break;
@@ -2058,8 +2060,9 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd =
-            ins.dest_pair ? 2 : ins.operands.size() > 2 ? ins.operands.size() - 2 : 1;
+        const std::size_t nd = ins.dest_pair             ? 2
+                               : ins.operands.size() > 2 ? ins.operands.size() - 2
+                                                         : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty()) break;

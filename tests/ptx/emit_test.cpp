@@ -236,32 +236,12 @@ std::string temp_path(const std::string& suffix) {
   return std::string(tmpl) + suffix;
 }
 
-// Until the semantics header defines storage<> (another part's work), the syntax checks
-// supply it; once the header has it, the header's own is used.
-std::string storage_shim() {
-  std::ifstream h(std::string(CUDAMUX_DEVICE_INCLUDE) + "/cudamux/ptx_ops.h");
-  const std::string text((std::istreambuf_iterator<char>(h)), {});
-  if (text.find("struct storage<B8>") != std::string::npos) return {};
-  return "namespace cudamux::ptx {\n"
-         "#define S_(T, C) template <> struct storage<T> { using type = C; };\n"
-         "S_(B8, u8) S_(B16, u16) S_(B32, u32) S_(B64, u64) S_(U8, u8) S_(U16, u16) S_(U32, u32)\n"
-         "S_(U64, u64) S_(S8, s8) S_(S16, s16) S_(S32, s32) S_(S64, s64) S_(F16, u16) S_(F16X2, "
-         "u32)\n"
-         "S_(BF16, u16) S_(BF16X2, u32) S_(TF32, u32) S_(F32, float) S_(F64, double)\n"
-         "S_(E4M3X2, u16) S_(E5M2X2, u16) S_(PRED, bool)\n#undef S_\n}\n";
-}
-
 Compiled compile(const std::string& source, const std::string& extra = "-fsyntax-only") {
   const std::string src = temp_path(".cpp");
   const std::string log = src + ".log";
   {
     std::ofstream o(src);
-    const std::string shim = storage_shim();
-    const std::size_t at = source.find("extern \"C\" void* malloc");
-    if (!shim.empty() && at != std::string::npos)
-      o << source.substr(0, at) << shim << source.substr(at);
-    else
-      o << source;
+    o << source;
   }
   const std::string cmd = std::string(CUDAMUX_TEST_CXX) + " " + extra +
                           " -std=c++17 -Wall -Wno-unused-label -Wno-unused-variable -I" +
