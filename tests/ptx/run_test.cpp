@@ -47,7 +47,9 @@ class PtxRun : public ::testing::Test {
   static CUdeviceptr upload(const std::vector<T>& v) {
     CUdeviceptr p = 0;
     EXPECT_OK(cuMemAlloc(&p, std::max<size_t>(v.size() * sizeof(T), 1)));
-    if (!v.empty()) EXPECT_OK(cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)));
+    if (!v.empty()) {
+      EXPECT_OK(cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)));
+    }
     return p;
   }
   template <class T>
