@@ -157,3 +157,1995 @@ int vprintf(const char* fmt, const char* args);
 void assertfail(const char* message, const char* file, u32 line, const char* function);
 void trap(const char* why);
 }  // namespace cudamux::ptx
+
+// ============================================================================================
+// Definitions. Everything below is inline; nothing here may need a header (see the top).
+// Exactness strategy (docs/ptx.md, "Instruction semantics on the CPU"):
+// - f32/f64 with the default or .rn rounding run on the host's IEEE hardware (round to nearest
+//   even, the same result bit for bit);
+// - every other rounding, and all f16/bf16/tf32/fp8 results, go through one integer rounding
+//   routine (round_bits) fed with an exact value or with a round-to-odd double (a double that
+//   carries the sticky bit in its last place: rounding it again to 26 bits or fewer is exact);
+// - directed f64 arithmetic computes the exact result in 128-bit integers.
+// ============================================================================================
+#ifndef CUDAMUX_ATOMIC_SCOPE
+#define CUDAMUX_ATOMIC_SCOPE
+#endif
+#define CUDAMUX_PTX_INLINE inline __attribute__((always_inline))
+
+namespace cudamux::ptx {
+
+// Added to the flag set: cvt's .satfinite (finite results saturate to the largest finite
+// value instead of becoming infinite; NaN stays NaN).
+enum : int { SATFINITE = 256 };
+
+template <>
+struct storage<B8> {
+  using type = u8;
+};
+template <>
+struct storage<B16> {
+  using type = u16;
+};
+template <>
+struct storage<B32> {
+  using type = u32;
+};
+template <>
+struct storage<B64> {
+  using type = u64;
+};
+template <>
+struct storage<U8> {
+  using type = u8;
+};
+template <>
+struct storage<U16> {
+  using type = u16;
+};
+template <>
+struct storage<U32> {
+  using type = u32;
+};
+template <>
+struct storage<U64> {
+  using type = u64;
+};
+template <>
+struct storage<S8> {
+  using type = s8;
+};
+template <>
+struct storage<S16> {
+  using type = s16;
+};
+template <>
+struct storage<S32> {
+  using type = s32;
+};
+template <>
+struct storage<S64> {
+  using type = s64;
+};
+template <>
+struct storage<F16> {
+  using type = u16;
+};
+template <>
+struct storage<F16X2> {
+  using type = u32;
+};
+template <>
+struct storage<BF16> {
+  using type = u16;
+};
+template <>
+struct storage<BF16X2> {
+  using type = u32;
+};
+template <>
+struct storage<TF32> {
+  using type = u32;
+};
+template <>
+struct storage<F32> {
+  using type = float;
+};
+template <>
+struct storage<F64> {
+  using type = double;
+};
+template <>
+struct storage<E4M3X2> {
+  using type = u16;
+};
+template <>
+struct storage<E5M2X2> {
+  using type = u16;
+};
+template <>
+struct storage<PRED> {
+  using type = bool;
+};
+
+namespace detail {
+__extension__ typedef unsigned __int128 u128;
+__extension__ typedef __int128 s128;
+
+template <class T>
+CUDAMUX_PTX_INLINE u32 fbits(T f) {
+  return __builtin_bit_cast(u32, f);
+}
+CUDAMUX_PTX_INLINE u32 bits32(float f) { return __builtin_bit_cast(u32, f); }
+CUDAMUX_PTX_INLINE u64 bits64(double f) { return __builtin_bit_cast(u64, f); }
+CUDAMUX_PTX_INLINE float as_f32(u32 b) { return __builtin_bit_cast(float, b); }
+CUDAMUX_PTX_INLINE double as_f64(u64 b) { return __builtin_bit_cast(double, b); }
+CUDAMUX_PTX_INLINE bool isnan32(float f) { return (bits32(f) & 0x7fffffffu) > 0x7f800000u; }
+CUDAMUX_PTX_INLINE bool isnan64(double f) {
+  return (bits64(f) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+CUDAMUX_PTX_INLINE bool isfinite64(double f) {
+  return (bits64(f) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+constexpr u32 kNaN32 = 0x7fffffffu;  // the GPU's canonical NaNs
+constexpr u64 kNaN64 = 0x7fffffffffffffffull;
+constexpr u16 kNaN16 = 0x7fffu;  // f16 and bf16
+
+// Keeps the compiler from fusing an explicitly rounded multiply or add with its neighbours
+// (-ffp-contract=fast): PTX only lets instructions without a rounding modifier fuse.
+template <class F>
+CUDAMUX_PTX_INLINE F opaque(F x) {
+  __asm__("" : "+x"(x));
+  return x;
+}
+
+// Binary floating-point formats: m mantissa bits, e exponent bits; maxsig: the largest
+// significand (with the hidden bit) at the largest exponent emax; inf: has infinities.
+struct fmt_f64 {
+  static constexpr int m = 52, e = 11, bias = 1023, emax = 1023;
+  static constexpr u64 maxsig = (1ull << 53) - 1;
+  static constexpr bool inf = true;
+  static constexpr u64 nan = kNaN64;
+};
+struct fmt_f32 {
+  static constexpr int m = 23, e = 8, bias = 127, emax = 127;
+  static constexpr u64 maxsig = (1ull << 24) - 1;
+  static constexpr bool inf = true;
+  static constexpr u64 nan = kNaN32;
+};
+struct fmt_tf32 {
+  static constexpr int m = 10, e = 8, bias = 127, emax = 127;
+  static constexpr u64 maxsig = (1ull << 11) - 1;
+  static constexpr bool inf = true;
+  static constexpr u64 nan = kNaN32 >> 13;
+};
+struct fmt_f16 {
+  static constexpr int m = 10, e = 5, bias = 15, emax = 15;
+  static constexpr u64 maxsig = (1ull << 11) - 1;
+  static constexpr bool inf = true;
+  static constexpr u64 nan = kNaN16;
+};
+struct fmt_bf16 {
+  static constexpr int m = 7, e = 8, bias = 127, emax = 127;
+  static constexpr u64 maxsig = (1ull << 8) - 1;
+  static constexpr bool inf = true;
+  static constexpr u64 nan = kNaN16;
+};
+// OCP fp8: e4m3 has no infinity (S.1111.111 is NaN, largest 448); e5m2 is IEEE-like.
+struct fmt_e4m3 {
+  static constexpr int m = 3, e = 4, bias = 7, emax = 8;
+  static constexpr u64 maxsig = 0xe;
+  static constexpr bool inf = false;
+  static constexpr u64 nan = 0x7f;
+};
+struct fmt_e5m2 {
+  static constexpr int m = 2, e = 5, bias = 15, emax = 15;
+  static constexpr u64 maxsig = 0x7;
+  static constexpr bool inf = true;
+  static constexpr u64 nan = 0x7f;
+};
+
+CUDAMUX_PTX_INLINE int msb128(u128 v) {
+  const u64 hi = static_cast<u64>(v >> 64);
+  return hi != 0 ? 127 - __builtin_clzll(hi) : 63 - __builtin_clzll(static_cast<u64>(v));
+}
+
+// Rounds (-1)^neg * mant * 2^exp to format F with rounding R (NONE = RN). mant carries its
+// sticky bit jammed into bit 0 when inexact; it must then hold at least F::m + 3 bits.
+// Returns the bit pattern (sign at bit e + m). Overflow follows IEEE for the mode, or gives
+// the largest finite value under SATFINITE (NaN for a format without infinity otherwise).
+template <class F, int R>
+inline u64 round_bits(bool neg, int exp, u128 mant, bool satfinite) {
+  constexpr int M = F::m;
+  constexpr int EMIN = 1 - F::bias;
+  const u64 sign = static_cast<u64>(neg) << (F::e + M);
+  if (mant == 0) return sign;
+  const int msb = msb128(mant);
+  const int e_val = exp + msb;
+  const int ex = e_val < EMIN ? EMIN : e_val;
+  int lsbpos = ex - M;
+  const int shift = lsbpos - exp;
+  u64 r;
+  if (shift <= 0) {
+    r = static_cast<u64>(mant << -shift);
+  } else {
+    int cmp;  // dropped part against half an ulp: -1 below, 0 equal, 1 above
+    bool inexact = true;
+    if (shift > 128) {
+      r = 0;
+      cmp = -1;
+    } else if (shift == 128) {
+      r = 0;
+      const u128 half = static_cast<u128>(1) << 127;
+      cmp = mant > half ? 1 : (mant == half ? 0 : -1);
+    } else {
+      r = static_cast<u64>(mant >> shift);
+      const u128 d = mant & ((static_cast<u128>(1) << shift) - 1);
+      const u128 half = static_cast<u128>(1) << (shift - 1);
+      cmp = d > half ? 1 : (d == half ? 0 : -1);
+      inexact = d != 0;
+    }
+    bool up;
+    if constexpr (R == RZ)
+      up = false;
+    else if constexpr (R == RP)
+      up = inexact && !neg;
+    else if constexpr (R == RM)
+      up = inexact && neg;
+    else if constexpr (R == RNA)
+      up = cmp >= 0;
+    else
+      up = cmp > 0 || (cmp == 0 && (r & 1) != 0);
+    r += up ? 1 : 0;
+    if ((r >> (M + 1)) != 0) {
+      r >>= 1;
+      ++lsbpos;
+    }
+  }
+  const int E = lsbpos + M;
+  const bool normal = (r >> M) != 0;
+  if (normal && (E > F::emax || (E == F::emax && r > F::maxsig))) {
+    bool to_inf = R == RN || R == RNA || R == NONE || (R == RP && !neg) || (R == RM && neg);
+    if (satfinite) to_inf = false;
+    if (to_inf) {
+      if constexpr (F::inf)
+        return sign | (((1ull << F::e) - 1) << M);
+      else
+        return sign | F::nan;
+    }
+    return sign | (static_cast<u64>(F::emax + F::bias) << M) | (F::maxsig & ((1ull << M) - 1));
+  }
+  const u64 biased = normal ? static_cast<u64>(E + F::bias) : 0;
+  return sign | (biased << M) | (r & ((1ull << M) - 1));
+}
+
+// Exact decomposition of a finite double: |x| = mant * 2^exp.
+CUDAMUX_PTX_INLINE void split64(double x, bool& neg, int& exp, u64& mant) {
+  const u64 b = bits64(x);
+  neg = (b >> 63) != 0;
+  const int be = static_cast<int>((b >> 52) & 0x7ff);
+  mant = b & ((1ull << 52) - 1);
+  if (be == 0) {
+    exp = -1074;
+  } else {
+    mant |= 1ull << 52;
+    exp = be - 1075;
+  }
+}
+
+// A double (exact, or round-to-odd) to format F: NaN -> F's canonical NaN.
+template <class F, int R>
+inline u64 from_double(double x, bool satfinite) {
+  if (isnan64(x)) return F::nan;
+  bool neg;
+  int exp;
+  u64 mant;
+  split64(x, neg, exp, mant);
+  if (!isfinite64(x)) {
+    if (satfinite) return round_bits<F, RZ>(neg, 2000, 1, true);  // +-max finite
+    if constexpr (!F::inf) return F::nan;
+    return (static_cast<u64>(neg) << (F::e + F::m)) | (((1ull << F::e) - 1) << F::m);
+  }
+  return round_bits<F, R>(neg, exp, mant, satfinite);
+}
+
+// Round to odd: hi = RN(x) and x - hi has the sign of dir (0: exact). The result is the
+// double nearest x whose last bit is odd when x is not a double, so that rounding it again
+// to 26 bits or fewer gives the correctly rounded x in any mode.
+CUDAMUX_PTX_INLINE double round_odd(double hi, double dir) {
+  if (dir == 0 || !isfinite64(hi) || hi == 0) return hi;
+  u64 b = bits64(hi);
+  if ((b & 1) == 0) b += ((dir > 0) == (hi > 0)) ? 1 : static_cast<u64>(-1);
+  return as_f64(b);
+}
+// Exact sum: a + b == s + e (Knuth's two-sum; no multiplications, so no contraction).
+CUDAMUX_PTX_INLINE double two_sum(double a, double b, double& e) {
+  const double s = a + b;
+  const double bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+  return s;
+}
+
+// f16/bf16 <-> f32/f64
+CUDAMUX_PTX_INLINE float h2f(u16 h) {
+  const u32 sign = static_cast<u32>(h & 0x8000u) << 16;
+  const u32 e = (h >> 10) & 0x1f;
+  const u32 f = h & 0x3ffu;
+  if (e == 0) {
+    const float v = static_cast<float>(f) * 5.9604644775390625e-8f;  // f * 2^-24, exact
+    return as_f32(bits32(v) | sign);
+  }
+  if (e == 31) return as_f32(sign | 0x7f800000u | (f << 13));
+  return as_f32(sign | ((e + 112) << 23) | (f << 13));
+}
+CUDAMUX_PTX_INLINE float b2f(u16 h) { return as_f32(static_cast<u32>(h) << 16); }
+
+template <int T>
+struct fmt_of;
+template <>
+struct fmt_of<F64> {
+  using type = fmt_f64;
+};
+template <>
+struct fmt_of<F32> {
+  using type = fmt_f32;
+};
+template <>
+struct fmt_of<TF32> {
+  using type = fmt_tf32;
+};
+template <>
+struct fmt_of<F16> {
+  using type = fmt_f16;
+};
+template <>
+struct fmt_of<F16X2> {
+  using type = fmt_f16;
+};
+template <>
+struct fmt_of<BF16> {
+  using type = fmt_bf16;
+};
+template <>
+struct fmt_of<BF16X2> {
+  using type = fmt_bf16;
+};
+template <>
+struct fmt_of<E4M3X2> {
+  using type = fmt_e4m3;
+};
+template <>
+struct fmt_of<E5M2X2> {
+  using type = fmt_e5m2;
+};
+
+template <int T>
+constexpr bool is_float = T == F16 || T == F16X2 || T == BF16 || T == BF16X2 || T == TF32 ||
+                          T == F32 || T == F64 || T == E4M3X2 || T == E5M2X2;
+template <int T>
+constexpr bool is_half = T == F16 || T == BF16;  // 16-bit float scalars
+template <int T>
+constexpr bool is_packed = T == F16X2 || T == BF16X2;
+template <int T>
+constexpr int scalar_of = T == F16X2 ? F16 : (T == BF16X2 ? BF16 : T);
+template <int T>
+constexpr bool is_signed_int = T == S8 || T == S16 || T == S32 || T == S64;
+template <int R>
+constexpr int rn_default = R == NONE ? RN : R;
+
+// The value of a stored scalar float, exactly, as a double.
+template <int T>
+CUDAMUX_PTX_INLINE double widen(typename storage<T>::type x) {
+  if constexpr (T == F16)
+    return h2f(x);
+  else if constexpr (T == BF16)
+    return b2f(x);
+  else if constexpr (T == TF32)
+    return as_f32(x);
+  else
+    return x;
+}
+// Stored scalar float of type T from an exact or round-to-odd double.
+template <int T, int R>
+CUDAMUX_PTX_INLINE typename storage<T>::type narrow(double x, bool satfinite = false) {
+  using S = typename storage<T>::type;
+  if constexpr (T == F64) {
+    return x;
+  } else if constexpr (T == F32) {
+    if constexpr (R == RN || R == NONE) {
+      if (!satfinite) return static_cast<float>(x);  // the host rounds to nearest even
+    }
+    return as_f32(static_cast<u32>(from_double<fmt_f32, rn_default<R>>(x, satfinite)));
+  } else if constexpr (T == TF32) {
+    return static_cast<u32>(from_double<fmt_tf32, rn_default<R>>(x, satfinite) << 13);
+  } else {
+    return static_cast<S>(from_double<typename fmt_of<T>::type, rn_default<R>>(x, satfinite));
+  }
+}
+
+// Subnormal tests and flushing (sign-preserving zero).
+template <int T>
+CUDAMUX_PTX_INLINE bool is_subnormal(typename storage<T>::type x) {
+  if constexpr (T == F32)
+    return (bits32(x) & 0x7f800000u) == 0 && (bits32(x) & 0x7fffffu) != 0;
+  else if constexpr (T == F64)
+    return (bits64(x) & 0x7ff0000000000000ull) == 0 && (bits64(x) << 1) != 0;
+  else if constexpr (T == F16)
+    return (x & 0x7c00u) == 0 && (x & 0x3ffu) != 0;
+  else if constexpr (T == BF16)
+    return (x & 0x7f80u) == 0 && (x & 0x7fu) != 0;
+  else
+    return false;
+}
+template <int T>
+CUDAMUX_PTX_INLINE typename storage<T>::type flush(typename storage<T>::type x) {
+  if (!is_subnormal<T>(x)) return x;
+  if constexpr (T == F32)
+    return as_f32(bits32(x) & 0x80000000u);
+  else if constexpr (T == F64)
+    return as_f64(bits64(x) & 0x8000000000000000ull);
+  else
+    return static_cast<typename storage<T>::type>(x & 0x8000u);
+}
+template <int T>
+CUDAMUX_PTX_INLINE bool nan_of(typename storage<T>::type x) {
+  if constexpr (T == F32)
+    return isnan32(x);
+  else if constexpr (T == F64)
+    return isnan64(x);
+  else if constexpr (T == F16)
+    return (x & 0x7fffu) > 0x7c00u;
+  else if constexpr (T == BF16)
+    return (x & 0x7fffu) > 0x7f80u;
+  else
+    return false;
+}
+template <int T>
+CUDAMUX_PTX_INLINE typename storage<T>::type canonical_nan() {
+  if constexpr (T == F32)
+    return as_f32(kNaN32);
+  else if constexpr (T == F64)
+    return as_f64(kNaN64);
+  else
+    return kNaN16;
+}
+template <int T>
+CUDAMUX_PTX_INLINE bool negative(typename storage<T>::type x) {  // sign bit set
+  if constexpr (T == F32)
+    return (bits32(x) >> 31) != 0;
+  else if constexpr (T == F64)
+    return (bits64(x) >> 63) != 0;
+  else
+    return (x >> 15) != 0;
+}
+template <int T>
+CUDAMUX_PTX_INLINE typename storage<T>::type zero_of() {
+  if constexpr (T == F32)
+    return 0.0f;
+  else if constexpr (T == F64)
+    return 0.0;
+  else
+    return 0;
+}
+template <int T>
+CUDAMUX_PTX_INLINE typename storage<T>::type one_of() {
+  if constexpr (T == F32)
+    return 1.0f;
+  else if constexpr (T == F64)
+    return 1.0;
+  else if constexpr (T == F16)
+    return 0x3c00;
+  else
+    return 0x3f80;
+}
+// Result modifiers shared by the arithmetic: .ftz, .sat ([0, 1], NaN -> +0), .relu
+// (negative -> +0, NaN -> canonical NaN); f16/bf16 NaN results are canonical.
+template <int T, int Flags>
+CUDAMUX_PTX_INLINE typename storage<T>::type finish(typename storage<T>::type r) {
+  if constexpr ((Flags & FTZ) != 0) r = flush<T>(r);
+  if constexpr ((Flags & SAT) != 0) {
+    const double v = widen<T>(r);
+    if (!(v > 0)) return zero_of<T>();
+    if (v >= 1) return one_of<T>();
+  }
+  if constexpr ((Flags & RELU) != 0) {
+    if (nan_of<T>(r)) return canonical_nan<T>();
+    if (negative<T>(r)) return zero_of<T>();
+  }
+  if constexpr (is_half<T>) {
+    if (nan_of<T>(r)) return canonical_nan<T>();
+  }
+  return r;
+}
+template <int T, int Flags>
+CUDAMUX_PTX_INLINE typename storage<T>::type in(typename storage<T>::type x) {
+  if constexpr ((Flags & FTZ) != 0)
+    return flush<T>(x);
+  else
+    return x;
+}
+
+// Packed f16x2/bf16x2: apply a scalar operation to each half.
+template <class Op>
+CUDAMUX_PTX_INLINE u32 per_half(u32 a, u32 b, u32 c, Op op) {
+  const u16 lo = op(static_cast<u16>(a), static_cast<u16>(b), static_cast<u16>(c));
+  const u16 hi =
+      op(static_cast<u16>(a >> 16), static_cast<u16>(b >> 16), static_cast<u16>(c >> 16));
+  return static_cast<u32>(lo) | (static_cast<u32>(hi) << 16);
+}
+
+// ---- exact 128-bit arithmetic for directed f64 (value = (-1)^neg * mant * 2^exp) ----
+struct xf {
+  bool neg;
+  int exp;
+  u128 mant;
+};
+CUDAMUX_PTX_INLINE xf xf_of(double x) {
+  xf r;
+  u64 m;
+  split64(x, r.neg, r.exp, m);
+  r.mant = m;
+  return r;
+}
+CUDAMUX_PTX_INLINE xf xf_norm(xf a) {  // most significant bit at 125
+  if (a.mant == 0) return a;
+  const int s = 125 - msb128(a.mant);
+  if (s > 0) {
+    a.mant <<= s;
+    a.exp -= s;
+  }
+  return a;
+}
+// Sum with the smaller operand's shifted-out bits jammed into bit 0 (>= 70 guard bits).
+inline xf xf_add(xf a, xf b) {
+  if (a.mant == 0) return b;
+  if (b.mant == 0) return a;
+  a = xf_norm(a);
+  b = xf_norm(b);
+  if (a.exp < b.exp || (a.exp == b.exp && a.mant < b.mant)) {
+    const xf t = a;
+    a = b;
+    b = t;
+  }
+  const int d = a.exp - b.exp;
+  if (d >= 127) {
+    b.mant = 1;
+  } else if (d > 0) {
+    const bool sticky = (b.mant & ((static_cast<u128>(1) << d) - 1)) != 0;
+    b.mant = (b.mant >> d) | (sticky ? 1 : 0);
+  }
+  xf r{a.neg, a.exp, 0};
+  r.mant = a.neg == b.neg ? a.mant + b.mant : a.mant - b.mant;
+  return r;
+}
+CUDAMUX_PTX_INLINE xf xf_mul(xf a, xf b) {
+  return xf{a.neg != b.neg, a.exp + b.exp, a.mant * b.mant};
+}
+inline xf xf_div(xf a, xf b) {         // b nonzero: a 63-bit-or-more quotient, remainder jammed
+  const int s = 116 - msb128(a.mant);  // dividend at 117 bits, divisor at most 53
+  const u128 num = a.mant << s;
+  const u128 den = b.mant;
+  u128 q = num / den;
+  if (num % den != 0) q |= 1;
+  return xf{a.neg != b.neg, a.exp - b.exp - s, q};
+}
+// rcp.approx.ftz.f64 / rsqrt.approx.ftz.f64: computed from the upper 32 bits of a (1.11.20)
+// with subnormals flushed; the result keeps its upper 32 bits (lower ones zero), subnormal
+// results flush, NaN is 0x7fffffff00000000.
+template <class Fn>
+CUDAMUX_PTX_INLINE double gross64(double a, Fn fn) {
+  u64 hi = bits64(a) & 0xffffffff00000000ull;
+  if ((hi & 0x7ff0000000000000ull) == 0) hi &= 0x8000000000000000ull;
+  const double r = fn(as_f64(hi));
+  if (isnan64(r)) return as_f64(0x7fffffff00000000ull);
+  u64 rb = bits64(r) & 0xffffffff00000000ull;
+  if ((rb & 0x7ff0000000000000ull) == 0) rb &= 0x8000000000000000ull;
+  return as_f64(rb);
+}
+template <int R>
+CUDAMUX_PTX_INLINE double xf_round(xf v, bool zero_neg) {
+  if (v.mant == 0) return zero_neg ? -0.0 : 0.0;
+  return as_f64(round_bits<fmt_f64, R>(v.neg, v.exp, v.mant, false));
+}
+CUDAMUX_PTX_INLINE double next_up(double x) {  // x finite
+  if (x == 0) return as_f64(1);
+  const u64 b = bits64(x);
+  return as_f64(x > 0 ? b + 1 : b - 1);
+}
+CUDAMUX_PTX_INLINE double next_down(double x) { return -next_up(-x); }
+
+// Exact zero results of a sum: +0 unless both addends are -0, or the mode is rm.
+template <int R>
+CUDAMUX_PTX_INLINE bool zero_sum_negative(bool na, bool nb) {
+  return (na && nb) || (na != nb && R == RM);
+}
+
+template <int R>
+inline double add64(double a, double b) {
+  if constexpr (R == NONE) {
+    return a + b;
+  } else if constexpr (R == RN) {
+    return opaque(opaque(a) + opaque(b));
+  } else {
+    if (!isfinite64(a) || !isfinite64(b)) return a + b;
+    if (a == 0 && b == 0)
+      return zero_sum_negative<R>(negative<F64>(a), negative<F64>(b)) ? -0.0 : 0.0;
+    return xf_round<R>(xf_add(xf_of(a), xf_of(b)), R == RM);
+  }
+}
+template <int R>
+inline double mul64(double a, double b) {
+  if constexpr (R == NONE) {
+    return a * b;
+  } else if constexpr (R == RN) {
+    return opaque(opaque(a) * opaque(b));
+  } else {
+    if (!isfinite64(a) || !isfinite64(b) || a == 0 || b == 0) return a * b;
+    return xf_round<R>(xf_mul(xf_of(a), xf_of(b)), false);
+  }
+}
+template <int R>
+inline double fma64(double a, double b, double c) {
+  if constexpr (R == NONE || R == RN) {
+    return __builtin_fma(a, b, c);
+  } else {
+    if (!isfinite64(a) || !isfinite64(b) || !isfinite64(c)) return __builtin_fma(a, b, c);
+    const bool pneg = negative<F64>(a) != negative<F64>(b);
+    if (a == 0 || b == 0) {
+      if (c != 0) return c;
+      return zero_sum_negative<R>(pneg, negative<F64>(c)) ? -0.0 : 0.0;
+    }
+    return xf_round<R>(xf_add(xf_mul(xf_of(a), xf_of(b)), xf_of(c)), R == RM);
+  }
+}
+template <int R>
+inline double div64(double a, double b) {
+  if constexpr (R == NONE || R == RN) {
+    return opaque(opaque(a) / opaque(b));
+  } else {
+    if (!isfinite64(a) || !isfinite64(b) || a == 0 || b == 0) return a / b;
+    return xf_round<R>(xf_div(xf_of(a), xf_of(b)), false);
+  }
+}
+template <int R>
+inline double sqrt64(double a) {
+  if constexpr (R == NONE || R == RN) {
+    return __builtin_sqrt(a);
+  } else {
+    if (!(a > 0) || !isfinite64(a)) return __builtin_sqrt(a);
+    // Scale into a range where the remainder a - s*s is exact, correct s by its sign, scale
+    // back (the result is always normal, so the scaling is exact).
+    double scale = 1;
+    if (a < 0x1p-900) {
+      a *= 0x1p1000;
+      scale = 0x1p-500;
+    }
+    double s = __builtin_sqrt(a);
+    const double r = __builtin_fma(-s, s, a);
+    if constexpr (R == RP) {
+      if (r > 0) s = next_up(s);
+    } else {
+      if (r < 0) s = next_down(s);
+    }
+    return s * scale;
+  }
+}
+
+// ---- narrow formats (f32 with directed rounding, f16, bf16): round-to-odd doubles ----
+template <int T, int R>
+CUDAMUX_PTX_INLINE typename storage<T>::type nadd(double a, double b) {
+  double e;
+  const double s = two_sum(a, b, e);
+  if (s == 0 && e == 0) {  // exact zero: the sign rule of IEEE sums
+    const bool neg =
+        zero_sum_negative<rn_default<R>>(__builtin_signbit(a) != 0, __builtin_signbit(b) != 0);
+    return narrow<T, R>(neg ? -0.0 : 0.0);
+  }
+  return narrow<T, R>(isfinite64(s) ? round_odd(s, e) : s);
+}
+template <int T, int R>
+CUDAMUX_PTX_INLINE typename storage<T>::type nmul(double a, double b) {
+  return narrow<T, R>(a * b);  // exact: at most 2 x 24 significant bits
+}
+template <int T, int R>
+CUDAMUX_PTX_INLINE typename storage<T>::type nfma(double a, double b, double c) {
+  const double p = a * b;  // exact
+  if (p == 0 && c == 0) {
+    const bool neg =
+        zero_sum_negative<rn_default<R>>(__builtin_signbit(p) != 0, __builtin_signbit(c) != 0);
+    return narrow<T, R>(neg ? -0.0 : 0.0);
+  }
+  return nadd<T, R>(p, c);
+}
+template <int T, int R>
+CUDAMUX_PTX_INLINE typename storage<T>::type ndiv(double a, double b) {
+  const double q = a / b;
+  if (!isfinite64(q) || q == 0) return narrow<T, R>(q);
+  const double r = __builtin_fma(-q, b, a);  // exact remainder: a/b = q + r/b
+  return narrow<T, R>(round_odd(q, r == 0 ? 0.0 : ((r > 0) == (b > 0) ? 1.0 : -1.0)));
+}
+template <int T, int R>
+CUDAMUX_PTX_INLINE typename storage<T>::type nsqrt(double a) {
+  const double s = __builtin_sqrt(a);
+  if (!(a > 0) || !isfinite64(a)) return narrow<T, R>(s);
+  const double r = __builtin_fma(-s, s, a);
+  return narrow<T, R>(round_odd(s, r));
+}
+}  // namespace detail
+
+// ---- conversion ----
+namespace detail {
+template <int R>
+CUDAMUX_PTX_INLINE double round_integral(double v) {
+  if constexpr (R == RNI || R == RN || R == NONE)
+    return __builtin_roundeven(v);
+  else if constexpr (R == RZI || R == RZ)
+    return __builtin_trunc(v);
+  else if constexpr (R == RMI || R == RM)
+    return __builtin_floor(v);
+  else if constexpr (R == RPI || R == RP)
+    return __builtin_ceil(v);
+  else
+    return __builtin_round(v);  // rna: ties away
+}
+template <int T>
+constexpr int int_bits = T == B8 || T == U8 || T == S8
+                             ? 8
+                             : (T == B16 || T == U16 || T == S16
+                                    ? 16
+                                    : (T == B32 || T == U32 || T == S32 ? 32 : 64));
+template <int T>
+CUDAMUX_PTX_INLINE s128 int_value(typename storage<T>::type x) {
+  if constexpr (is_signed_int<T>)
+    return static_cast<s128>(static_cast<s64>(x));
+  else
+    return static_cast<s128>(static_cast<u64>(x));
+}
+template <int T>
+CUDAMUX_PTX_INLINE typename storage<T>::type int_saturate(s128 v) {
+  constexpr int w = int_bits<T>;
+  constexpr s128 lo = is_signed_int<T> ? -(static_cast<s128>(1) << (w - 1)) : 0;
+  constexpr s128 hi =
+      is_signed_int<T> ? (static_cast<s128>(1) << (w - 1)) - 1 : (static_cast<s128>(1) << w) - 1;
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
+  return static_cast<typename storage<T>::type>(static_cast<u64>(v));
+}
+// Stores a double with a flag set into its final type, applying .ftz/.sat/.relu.
+template <int D, int Flags>
+CUDAMUX_PTX_INLINE typename storage<D>::type finish_any(typename storage<D>::type r) {
+  if constexpr (D == F32 || D == F64 || D == F16 || D == BF16)
+    return finish<D, Flags&(FTZ | SAT | RELU)>(r);
+  else
+    return r;
+}
+template <class F>
+CUDAMUX_PTX_INLINE u32 to_f8(float a, bool relu) {
+  double v = a;
+  if (relu && !isnan64(v) && v < 0) v = 0;
+  return static_cast<u32>(from_double<F, RN>(v, true));
+}
+}  // namespace detail
+
+template <int D, int S, int R, int Flags>
+typename storage<D>::type cvt(typename storage<S>::type x) {
+  using namespace detail;
+  using DT = typename storage<D>::type;
+  static_assert(!is_packed<D> && !is_packed<S>, "packed conversions: cvt_pack2");
+  if constexpr (is_float<S> && is_float<D>) {
+    if constexpr (S == F32 && (Flags & FTZ) != 0) x = flush<F32>(x);
+    double v = widen<S>(x);
+    if (isnan64(v)) {
+      if constexpr ((Flags & SAT) != 0 && D != TF32) return zero_of<D>();  // .sat: NaN -> +0
+      if constexpr (D == TF32)
+        return kNaN32;
+      else
+        return canonical_nan<D>();
+    }
+    if constexpr (R == RNI || R == RZI || R == RMI || R == RPI) v = round_integral<R>(v);
+    if constexpr ((Flags & RELU) != 0) {
+      if (v < 0) v = 0;
+    }
+    return finish_any<D, Flags>(narrow<D, R>(v, (Flags & SATFINITE) != 0));
+  } else if constexpr (is_float<S>) {  // float -> integer: round, clamp, NaN -> 0
+    if constexpr (S == F32 && (Flags & FTZ) != 0) x = flush<F32>(x);
+    const double v = round_integral < R == NONE ? RZI : R > (widen<S>(x));
+    constexpr int w = int_bits<D>;
+    constexpr double half = static_cast<double>(1ull << (w - 1));
+    constexpr double lo = is_signed_int<D> ? -half : 0.0;
+    constexpr double hi = is_signed_int<D> ? half : 2 * half;
+    if (isnan64(v)) {
+      // PTX ISA 9: zero, except from f64 or to a 64-bit integer: 1 << (width - 1).
+      if constexpr (S != F64 && w != 64)
+        return 0;
+      else
+        return static_cast<DT>(static_cast<u64>(1) << (w - 1));
+    }
+    if (v < lo) return int_saturate<D>(static_cast<s128>(-1) << 100);
+    if (v >= hi) return int_saturate<D>(static_cast<s128>(1) << 100);
+    if constexpr (is_signed_int<D>)
+      return static_cast<DT>(static_cast<s64>(v));
+    else
+      return static_cast<DT>(static_cast<u64>(v));
+  } else if constexpr (is_float<D>) {  // integer -> float
+    const s128 v = int_value<S>(x);
+    DT r;
+    if constexpr ((D == F32 || D == F64) && (R == RN || R == NONE)) {
+      if constexpr (is_signed_int<S>)
+        r = static_cast<DT>(static_cast<s64>(v));
+      else
+        r = static_cast<DT>(static_cast<u64>(v));
+    } else {
+      const bool neg = v < 0;
+      const u128 mag = static_cast<u128>(neg ? -v : v);
+      const u64 b = round_bits<typename fmt_of<D>::type, rn_default<R>>(neg, 0, mag, false);
+      if constexpr (D == F32)
+        r = as_f32(static_cast<u32>(b));
+      else if constexpr (D == F64)
+        r = as_f64(b);
+      else if constexpr (D == TF32)
+        r = static_cast<u32>(b << 13);
+      else
+        r = static_cast<DT>(b);
+    }
+    return finish_any<D, Flags>(r);
+  } else {  // integer -> integer: extend from the source type, truncate or saturate
+    const s128 v = int_value<S>(x);
+    if constexpr ((Flags & SAT) != 0)
+      return int_saturate<D>(v);
+    else
+      return static_cast<DT>(static_cast<u64>(v));
+  }
+}
+
+template <int D, int R, int Flags>
+u32 cvt_pack2(float a, float b) {
+  using namespace detail;
+  if constexpr (D == F16X2 || D == BF16X2) {
+    constexpr int E = scalar_of<D>;
+    return (static_cast<u32>(cvt<E, F32, R, Flags>(a)) << 16) | cvt<E, F32, R, Flags>(b);
+  } else if constexpr (D == E4M3X2 || D == E5M2X2) {
+    using F = typename fmt_of<D>::type;
+    constexpr bool relu = (Flags & RELU) != 0;
+    return (to_f8<F>(a, relu) << 8) | to_f8<F>(b, relu);
+  } else {
+    static_assert(D == F16X2, "cvt_pack2: f16x2, bf16x2, e4m3x2 or e5m2x2");
+    return 0;
+  }
+}
+// Added: cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a (exact: every fp8 value is an f16 value;
+// the upper byte goes to the upper half).
+template <int S, int Flags>
+u32 cvt_f8x2_to_f16x2(u16 a) {
+  using namespace detail;
+  using F = typename fmt_of<S>::type;
+  auto one = [](u32 byte) -> u32 {
+    const bool neg = (byte & 0x80u) != 0;
+    const u32 e = (byte >> F::m) & ((1u << F::e) - 1);
+    const u32 m = byte & ((1u << F::m) - 1);
+    u32 h;
+    if ((!F::inf && (byte & 0x7fu) == 0x7fu) || (F::inf && e == (1u << F::e) - 1 && m != 0)) {
+      return kNaN16;
+    } else if (F::inf && e == (1u << F::e) - 1) {
+      h = 0x7c00u;
+    } else if (e == 0) {
+      h = static_cast<u32>(round_bits<fmt_f16, RN>(false, 1 - F::bias - F::m, m, false));
+    } else {
+      h = static_cast<u32>(round_bits<fmt_f16, RN>(false, static_cast<int>(e) - F::bias - F::m,
+                                                   m | (1u << F::m), false));
+    }
+    if ((Flags & RELU) != 0 && neg) return 0;
+    return h | (neg ? 0x8000u : 0u);
+  };
+  return (one(a >> 8) << 16) | one(a & 0xffu);
+}
+
+inline float f16_to_f32(u16 h) { return detail::h2f(h); }
+inline u16 f32_to_f16_rn(float f) {
+  return static_cast<u16>(detail::from_double<detail::fmt_f16, RN>(f, false));
+}
+inline float bf16_to_f32(u16 h) { return detail::b2f(h); }
+inline u16 f32_to_bf16_rn(float f) {
+  const u32 u = detail::bits32(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return detail::kNaN16;
+  return static_cast<u16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // carries into the exponent
+}
+
+// ---- float arithmetic ----
+template <int T, int R, int Flags>
+typename storage<T>::type fadd(typename storage<T>::type a, typename storage<T>::type b) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, b, 0, [](u16 x, u16 y, u16) { return fadd<scalar_of<T>, R, Flags>(x, y); });
+  } else if constexpr (T == F64) {
+    return add64<R>(a, b);
+  } else if constexpr (T == F32) {
+    a = in<T, Flags>(a);
+    b = in<T, Flags>(b);
+    float r;
+    if constexpr (R == NONE)
+      r = a + b;
+    else if constexpr (R == RN)
+      r = opaque(opaque(a) + opaque(b));
+    else
+      r = nadd<F32, R>(a, b);
+    return finish<T, Flags>(r);
+  } else {
+    return finish<T, Flags>(nadd<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
+  }
+}
+template <int T, int R, int Flags>
+typename storage<T>::type fsub(typename storage<T>::type a, typename storage<T>::type b) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, b, 0, [](u16 x, u16 y, u16) { return fsub<scalar_of<T>, R, Flags>(x, y); });
+  } else if constexpr (T == F64) {
+    if constexpr (R == NONE)
+      return a - b;
+    else if constexpr (R == RN)
+      return opaque(opaque(a) - opaque(b));
+    else
+      return add64<R>(a, -b);
+  } else if constexpr (T == F32) {
+    a = in<T, Flags>(a);
+    b = in<T, Flags>(b);
+    float r;
+    if constexpr (R == NONE)
+      r = a - b;
+    else if constexpr (R == RN)
+      r = opaque(opaque(a) - opaque(b));
+    else
+      r = nadd<F32, R>(a, -static_cast<double>(b));
+    return finish<T, Flags>(r);
+  } else {
+    return finish<T, Flags>(nadd<T, R>(widen<T>(in<T, Flags>(a)), -widen<T>(in<T, Flags>(b))));
+  }
+}
+template <int T, int R, int Flags>
+typename storage<T>::type fmul(typename storage<T>::type a, typename storage<T>::type b) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, b, 0, [](u16 x, u16 y, u16) { return fmul<scalar_of<T>, R, Flags>(x, y); });
+  } else if constexpr (T == F64) {
+    return mul64<R>(a, b);
+  } else if constexpr (T == F32) {
+    a = in<T, Flags>(a);
+    b = in<T, Flags>(b);
+    float r;
+    if constexpr (R == NONE)
+      r = a * b;
+    else if constexpr (R == RN)
+      r = opaque(opaque(a) * opaque(b));
+    else
+      r = nmul<F32, R>(a, b);
+    return finish<T, Flags>(r);
+  } else {
+    return finish<T, Flags>(nmul<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
+  }
+}
+template <int T, int R, int Flags>
+typename storage<T>::type ffma(typename storage<T>::type a, typename storage<T>::type b,
+                               typename storage<T>::type c) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, b, c,
+                    [](u16 x, u16 y, u16 z) { return ffma<scalar_of<T>, R, Flags>(x, y, z); });
+  } else if constexpr (T == F64) {
+    return fma64<R>(a, b, c);
+  } else if constexpr (T == F32) {
+    a = in<T, Flags>(a);
+    b = in<T, Flags>(b);
+    c = in<T, Flags>(c);
+    float r;
+    if constexpr (R == NONE || R == RN)
+      r = __builtin_fmaf(a, b, c);
+    else
+      r = nfma<F32, R>(a, b, c);
+    return finish<T, Flags>(r);
+  } else {
+    return finish<T, Flags>(nfma<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b)),
+                                       widen<T>(in<T, Flags>(c))));
+  }
+}
+template <int T, int R, int Flags>
+typename storage<T>::type fdiv(typename storage<T>::type a, typename storage<T>::type b) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, b, 0, [](u16 x, u16 y, u16) { return fdiv<scalar_of<T>, R, Flags>(x, y); });
+  } else if constexpr (T == F64) {
+    return div64<R>(a, b);
+  } else if constexpr (T == F32) {
+    a = in<T, Flags>(a);
+    b = in<T, Flags>(b);
+    float r;
+    if constexpr ((Flags & APPROX) != 0) {
+      // div.approx.f32: a * (1/b) (2 ulp); for 2^126 < |b| < 2^128 the GPU returns 0 (NaN
+      // for an infinite a).
+      const float mb = __builtin_fabsf(b);
+      if (mb > 0x1p126f && mb < __builtin_inff()) {
+        r = (a - a) * 0.0f;  // NaN for inf/NaN a, else a zero
+        if (!isnan32(r)) r = as_f32((bits32(a) ^ bits32(b)) & 0x80000000u);
+      } else {
+        r = a * (1.0f / b);
+      }
+    } else if constexpr (R == NONE || R == RN) {
+      r = opaque(opaque(a) / opaque(b));  // .full too: exact is within its 2 ulp
+    } else {
+      r = ndiv<F32, R>(a, b);
+    }
+    return finish<T, Flags>(r);
+  } else {
+    return finish<T, Flags>(ndiv<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
+  }
+}
+
+namespace detail {
+template <int T, int Flags, bool Max>
+inline typename storage<T>::type minmax(typename storage<T>::type a, typename storage<T>::type b) {
+  using S = typename storage<T>::type;
+  a = in<T, Flags>(a);
+  b = in<T, Flags>(b);
+  const bool an = nan_of<T>(a), bn = nan_of<T>(b);
+  if ((an && bn) || ((Flags & NANF) != 0 && (an || bn))) return canonical_nan<T>();
+  const bool sa = negative<T>(a), sb = negative<T>(b);
+  S x = a, y = b;
+  if constexpr ((Flags & (ABSF | XORSIGN)) != 0) {  // magnitudes compared
+    if constexpr (T == F32) {
+      x = as_f32(bits32(x) & 0x7fffffffu);
+      y = as_f32(bits32(y) & 0x7fffffffu);
+    } else if constexpr (T == F64) {
+      x = as_f64(bits64(x) & 0x7fffffffffffffffull);
+      y = as_f64(bits64(y) & 0x7fffffffffffffffull);
+    } else {
+      x = static_cast<S>(x & 0x7fffu);
+      y = static_cast<S>(y & 0x7fffu);
+    }
+  }
+  S r;
+  if (an) {
+    r = y;
+  } else if (bn) {
+    r = x;
+  } else {
+    const double vx = widen<T>(x), vy = widen<T>(y);
+    if (vx == vy) {  // -0 is below +0
+      const bool nx = negative<T>(x);
+      r = (nx == Max) ? y : x;
+    } else {
+      r = ((vx < vy) != Max) ? x : y;
+    }
+  }
+  if constexpr ((Flags & XORSIGN) != 0) {
+    if (!an && !bn) {
+      if constexpr (T == F32)
+        r = as_f32(bits32(r) | (sa != sb ? 0x80000000u : 0u));
+      else if constexpr (T == F64)
+        r = as_f64(bits64(r) | (sa != sb ? 0x8000000000000000ull : 0ull));
+      else
+        r = static_cast<S>(r | (sa != sb ? 0x8000u : 0u));
+    }
+  }
+  return finish<T, Flags&(FTZ | RELU)>(r);
+}
+}  // namespace detail
+
+template <int T, int Flags>
+typename storage<T>::type fmin(typename storage<T>::type a, typename storage<T>::type b) {
+  if constexpr (detail::is_packed<T>) {
+    return detail::per_half(
+        a, b, 0, [](u16 x, u16 y, u16) { return fmin<detail::scalar_of<T>, Flags>(x, y); });
+  } else {
+    return detail::minmax<T, Flags, false>(a, b);
+  }
+}
+template <int T, int Flags>
+typename storage<T>::type fmax(typename storage<T>::type a, typename storage<T>::type b) {
+  if constexpr (detail::is_packed<T>) {
+    return detail::per_half(
+        a, b, 0, [](u16 x, u16 y, u16) { return fmax<detail::scalar_of<T>, Flags>(x, y); });
+  } else {
+    return detail::minmax<T, Flags, true>(a, b);
+  }
+}
+template <int T, int Flags>
+typename storage<T>::type fabs_(typename storage<T>::type a) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, 0, 0, [](u16 x, u16, u16) { return fabs_<scalar_of<T>, Flags>(x); });
+  } else {
+    a = in<T, Flags>(a);
+    if constexpr (T == F32)
+      return as_f32(bits32(a) & 0x7fffffffu);
+    else if constexpr (T == F64)
+      return as_f64(bits64(a) & 0x7fffffffffffffffull);
+    else
+      return static_cast<u16>(a & 0x7fffu);
+  }
+}
+template <int T, int Flags>
+typename storage<T>::type fneg(typename storage<T>::type a) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, 0, 0, [](u16 x, u16, u16) { return fneg<scalar_of<T>, Flags>(x); });
+  } else {
+    a = in<T, Flags>(a);
+    if constexpr (T == F32)
+      return as_f32(bits32(a) ^ 0x80000000u);
+    else if constexpr (T == F64)
+      return as_f64(bits64(a) ^ 0x8000000000000000ull);
+    else
+      return static_cast<u16>(a ^ 0x8000u);
+  }
+}
+template <int T, int R, int Flags>
+typename storage<T>::type frcp(typename storage<T>::type a) {
+  using namespace detail;
+  if constexpr (T == F64) {
+    if constexpr ((Flags & APPROX) != 0)
+      return gross64(a, [](double x) { return 1.0 / x; });  // rcp.approx.ftz.f64
+    else
+      return div64<R>(1.0, a);
+  } else if constexpr (T == F32 && (Flags & APPROX) != 0) {
+    return finish<T, Flags>(1.0f / in<T, Flags>(a));  // exact: within its 1 ulp
+  } else {
+    return fdiv<T, R, Flags>(one_of<T>(), a);
+  }
+}
+template <int T, int R, int Flags>
+typename storage<T>::type fsqrt(typename storage<T>::type a) {
+  using namespace detail;
+  if constexpr (is_packed<T>) {
+    return per_half(a, 0, 0, [](u16 x, u16, u16) { return fsqrt<scalar_of<T>, R, Flags>(x); });
+  } else if constexpr (T == F64) {
+    return sqrt64 < (Flags & APPROX) != 0 ? RN : R > (a);
+  } else if constexpr (T == F32) {
+    a = in<T, Flags>(a);
+    if constexpr ((Flags & APPROX) != 0 || R == NONE || R == RN)
+      return finish<T, Flags>(__builtin_sqrtf(a));
+    else
+      return finish<T, Flags>(nsqrt<F32, R>(a));
+  } else {
+    return finish<T, Flags>(nsqrt<T, R>(widen<T>(in<T, Flags>(a))));
+  }
+}
+
+namespace detail {
+// The .approx functions: computed in double (far within PTX's stated errors), rounded once.
+template <int T, int Flags, class Fn>
+CUDAMUX_PTX_INLINE typename storage<T>::type approx1(typename storage<T>::type a, Fn fn) {
+  if constexpr (is_packed<T>) {
+    return per_half(a, 0, 0, [fn](u16 x, u16, u16) { return approx1<scalar_of<T>, Flags>(x, fn); });
+  } else if constexpr (T == F64) {
+    return fn(in<T, Flags>(a));
+  } else {
+    return finish<T, Flags>(narrow<T, RN>(fn(widen<T>(in<T, Flags>(a)))));
+  }
+}
+}  // namespace detail
+template <int T, int Flags>
+typename storage<T>::type frsqrt(typename storage<T>::type a) {
+  if constexpr (T == F64 && (Flags & FTZ) != 0) {  // rsqrt.approx.ftz.f64: the upper word only
+    return detail::gross64(a, [](double x) { return 1.0 / __builtin_sqrt(x); });
+  } else {
+    return detail::approx1<T, Flags>(a, [](double x) { return 1.0 / __builtin_sqrt(x); });
+  }
+}
+template <int T, int Flags>
+typename storage<T>::type fsin(typename storage<T>::type a) {
+  return detail::approx1<T, Flags>(a, [](double x) { return __builtin_sin(x); });
+}
+template <int T, int Flags>
+typename storage<T>::type fcos(typename storage<T>::type a) {
+  return detail::approx1<T, Flags>(a, [](double x) { return __builtin_cos(x); });
+}
+template <int T, int Flags>
+typename storage<T>::type flg2(typename storage<T>::type a) {
+  return detail::approx1<T, Flags>(a, [](double x) { return __builtin_log2(x); });
+}
+template <int T, int Flags>
+typename storage<T>::type fex2(typename storage<T>::type a) {
+  return detail::approx1<T, Flags>(a, [](double x) { return __builtin_exp2(x); });
+}
+template <int T, int Flags>
+typename storage<T>::type ftanh(typename storage<T>::type a) {
+  return detail::approx1<T, Flags>(a, [](double x) { return __builtin_tanh(x); });
+}
+template <int T>
+typename storage<T>::type fcopysign(typename storage<T>::type a, typename storage<T>::type b) {
+  using namespace detail;
+  if constexpr (T == F32)
+    return as_f32((bits32(b) & 0x7fffffffu) | (bits32(a) & 0x80000000u));
+  else if constexpr (T == F64)
+    return as_f64((bits64(b) & 0x7fffffffffffffffull) | (bits64(a) & 0x8000000000000000ull));
+  else if constexpr (is_packed<T>)
+    return (b & 0x7fff7fffu) | (a & 0x80008000u);
+  else
+    return static_cast<u16>((b & 0x7fffu) | (a & 0x8000u));
+}
+template <int T, int Op>
+bool ftestp(typename storage<T>::type a) {
+  using namespace detail;
+  const double v = widen<T>(a);
+  const bool nan = isnan64(v);
+  const bool inf = !nan && !isfinite64(v);
+  if constexpr (Op == 0)
+    return !nan && !inf;
+  else if constexpr (Op == 1)
+    return inf;
+  else if constexpr (Op == 2)
+    return !nan;
+  else if constexpr (Op == 3)
+    return nan;
+  else if constexpr (Op == 4)
+    return !nan && !inf && v != 0 && !is_subnormal<T>(a);
+  else
+    return is_subnormal<T>(a);
+}
+
+namespace detail {
+template <int Cmp, class V>
+CUDAMUX_PTX_INLINE bool ordered_cmp(V a, V b) {
+  if constexpr (Cmp == 1 || Cmp == 11)
+    return a == b;
+  else if constexpr (Cmp == 2 || Cmp == 12)
+    return a != b;
+  else if constexpr (Cmp == 3 || Cmp == 7 || Cmp == 13)
+    return a < b;
+  else if constexpr (Cmp == 4 || Cmp == 8 || Cmp == 14)
+    return a <= b;
+  else if constexpr (Cmp == 5 || Cmp == 9 || Cmp == 15)
+    return a > b;
+  else if constexpr (Cmp == 6 || Cmp == 10 || Cmp == 16)
+    return a >= b;
+  else
+    return false;
+}
+}  // namespace detail
+template <int T, int Cmp, int Flags>
+bool compare(typename storage<T>::type a, typename storage<T>::type b) {
+  using namespace detail;
+  static_assert(!is_packed<T>, "packed comparisons: compare2");
+  if constexpr (T == F32 || T == F64 || T == F16 || T == BF16) {
+    const double x = widen<T>(in<T, Flags>(a)), y = widen<T>(in<T, Flags>(b));
+    const bool un = isnan64(x) || isnan64(y);
+    if constexpr (Cmp == 17)
+      return !un;
+    else if constexpr (Cmp == 18)
+      return un;
+    else if constexpr (Cmp >= 11)
+      return un || ordered_cmp<Cmp>(x, y);
+    else
+      return !un && ordered_cmp<Cmp>(x, y);
+  } else if constexpr (T == PRED) {
+    return ordered_cmp<Cmp>(static_cast<int>(a), static_cast<int>(b));
+  } else if constexpr (Cmp >= 7 && Cmp <= 10) {  // lo, ls, hi, hs: unsigned
+    return ordered_cmp<Cmp>(static_cast<u64>(a) & ((~0ull) >> (64 - int_bits<T>)),
+                            static_cast<u64>(b) & ((~0ull) >> (64 - int_bits<T>)));
+  } else {
+    return ordered_cmp<Cmp>(a, b);
+  }
+}
+// Added: setp/set on f16x2/bf16x2 (one result per half; lo = element 0).
+template <int T, int Cmp, int Flags>
+void compare2(u32 a, u32 b, bool& lo, bool& hi) {
+  constexpr int E = detail::scalar_of<T>;
+  lo = compare<E, Cmp, Flags>(static_cast<u16>(a), static_cast<u16>(b));
+  hi = compare<E, Cmp, Flags>(static_cast<u16>(a >> 16), static_cast<u16>(b >> 16));
+}
+
+// ---- integer ----
+namespace detail {
+template <class T>
+constexpr bool is_signed_v = static_cast<T>(-1) < static_cast<T>(0);
+template <int N>
+struct uint_of;
+template <>
+struct uint_of<1> {
+  using type = u8;
+};
+template <>
+struct uint_of<2> {
+  using type = u16;
+};
+template <>
+struct uint_of<4> {
+  using type = u32;
+};
+template <>
+struct uint_of<8> {
+  using type = u64;
+};
+template <class T>
+using uns = typename uint_of<sizeof(T)>::type;
+template <class T>
+constexpr int width = static_cast<int>(sizeof(T) * 8);
+}  // namespace detail
+
+template <class T>
+T mul_hi(T a, T b) {
+  using namespace detail;
+  if constexpr (sizeof(T) == 8) {
+    if constexpr (is_signed_v<T>)
+      return static_cast<T>((static_cast<s128>(a) * b) >> 64);
+    else
+      return static_cast<T>((static_cast<u128>(a) * b) >> 64);
+  } else {
+    if constexpr (is_signed_v<T>)
+      return static_cast<T>((static_cast<s64>(a) * b) >> width<T>);
+    else
+      return static_cast<T>((static_cast<u64>(a) * b) >> width<T>);
+  }
+}
+template <class T>
+T mul24_lo(T a, T b) {
+  if constexpr (detail::is_signed_v<T>) {
+    const s64 x = static_cast<s32>(static_cast<u32>(a) << 8) >> 8,
+              y = static_cast<s32>(static_cast<u32>(b) << 8) >> 8;
+    return static_cast<T>(static_cast<u32>(static_cast<u64>(x * y)));
+  } else {
+    return static_cast<T>((static_cast<u64>(a) & 0xffffffu) * (static_cast<u64>(b) & 0xffffffu));
+  }
+}
+template <class T>
+T mul24_hi(T a, T b) {  // bits 47..16 of the 48-bit product
+  if constexpr (detail::is_signed_v<T>) {
+    const s64 x = static_cast<s32>(static_cast<u32>(a) << 8) >> 8,
+              y = static_cast<s32>(static_cast<u32>(b) << 8) >> 8;
+    return static_cast<T>(static_cast<u32>(static_cast<u64>((x * y) >> 16)));
+  } else {
+    return static_cast<T>(((static_cast<u64>(a) & 0xffffffu) * (static_cast<u64>(b) & 0xffffffu)) >>
+                          16);
+  }
+}
+template <class T>
+T sad(T a, T b, T c) {
+  using U = detail::uns<T>;
+  const U d = a < b ? static_cast<U>(static_cast<U>(b) - static_cast<U>(a))
+                    : static_cast<U>(static_cast<U>(a) - static_cast<U>(b));
+  return static_cast<T>(static_cast<U>(static_cast<U>(c) + d));
+}
+// Division by zero as the GPU's division sequence gives it: the unsigned quotient is all ones
+// and the remainder is the dividend; signed division divides magnitudes and applies the
+// signs (x / 0 = -1 for x >= 0, 1 for x < 0; x % 0 = x). MIN / -1 wraps to MIN, MIN % -1 = 0.
+template <class T>
+T idiv(T a, T b) {
+  using U = detail::uns<T>;
+  if constexpr (detail::is_signed_v<T>) {
+    if (b == 0) return a < 0 ? T(1) : T(-1);
+    const U ua = a < 0 ? static_cast<U>(0 - static_cast<U>(a)) : static_cast<U>(a);
+    const U ub = b < 0 ? static_cast<U>(0 - static_cast<U>(b)) : static_cast<U>(b);
+    const U q = static_cast<U>(ua / ub);
+    return static_cast<T>((a < 0) != (b < 0) ? static_cast<U>(0 - q) : q);
+  } else {
+    return b == 0 ? static_cast<T>(~U{0}) : static_cast<T>(a / b);
+  }
+}
+template <class T>
+T irem(T a, T b) {
+  using U = detail::uns<T>;
+  if (b == 0) return a;
+  if constexpr (detail::is_signed_v<T>) {
+    const U ua = a < 0 ? static_cast<U>(0 - static_cast<U>(a)) : static_cast<U>(a);
+    const U ub = b < 0 ? static_cast<U>(0 - static_cast<U>(b)) : static_cast<U>(b);
+    const U r = static_cast<U>(ua % ub);
+    return static_cast<T>(a < 0 ? static_cast<U>(0 - r) : r);
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+template <class T>
+T iabs(T a) {  // abs(MIN) = MIN
+  using U = detail::uns<T>;
+  return a < 0 ? static_cast<T>(static_cast<U>(0 - static_cast<U>(a))) : a;
+}
+template <class T>
+T add_sat(T a, T b) {
+  T r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b < 0 ? static_cast<T>(static_cast<detail::uns<T>>(1) << (detail::width<T> - 1))
+                 : static_cast<T>(~(static_cast<detail::uns<T>>(1) << (detail::width<T> - 1)));
+  return r;
+}
+template <class T>
+T sub_sat(T a, T b) {
+  T r;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b > 0 ? static_cast<T>(static_cast<detail::uns<T>>(1) << (detail::width<T> - 1))
+                 : static_cast<T>(~(static_cast<detail::uns<T>>(1) << (detail::width<T> - 1)));
+  return r;
+}
+template <class T>
+u32 popc(T a) {
+  return static_cast<u32>(__builtin_popcountll(static_cast<u64>(static_cast<detail::uns<T>>(a))));
+}
+template <class T>
+u32 clz(T a) {
+  const u64 v = static_cast<detail::uns<T>>(a);
+  if (v == 0) return detail::width<T>;
+  return static_cast<u32>(__builtin_clzll(v) - (64 - detail::width<T>));
+}
+template <class T, bool ShiftAmt>
+u32 bfind(T a) {
+  using U = detail::uns<T>;
+  constexpr u32 msb = detail::width<T> - 1;
+  U v = static_cast<U>(a);
+  if constexpr (detail::is_signed_v<T>) {
+    if (a < 0) v = static_cast<U>(~v);
+  }
+  if (v == 0) return 0xffffffffu;
+  const u32 d = 63 - static_cast<u32>(__builtin_clzll(static_cast<u64>(v)));
+  return ShiftAmt ? msb - d : d;
+}
+template <class T>
+T brev(T a) {
+  u64 x = static_cast<detail::uns<T>>(a);
+  x = ((x >> 1) & 0x5555555555555555ull) | ((x & 0x5555555555555555ull) << 1);
+  x = ((x >> 2) & 0x3333333333333333ull) | ((x & 0x3333333333333333ull) << 2);
+  x = ((x >> 4) & 0x0f0f0f0f0f0f0f0full) | ((x & 0x0f0f0f0f0f0f0f0full) << 4);
+  x = __builtin_bswap64(x) >> (64 - detail::width<T>);
+  return static_cast<T>(x);
+}
+template <class T>
+T bfe(T a, u32 pos, u32 len) {
+  using U = detail::uns<T>;
+  constexpr u32 w = detail::width<T>;
+  pos &= 0xff;
+  len &= 0xff;
+  const U ua = static_cast<U>(a);
+  bool sbit = false;
+  if constexpr (detail::is_signed_v<T>) {
+    if (len != 0) {
+      const u32 top = pos + len - 1 < w - 1 ? pos + len - 1 : w - 1;
+      sbit = ((ua >> top) & 1) != 0;
+    }
+  }
+  U field = pos < w ? static_cast<U>(ua >> pos) : U{0};
+  u32 n = len;  // bits taken from a
+  if (pos >= w)
+    n = 0;
+  else if (n > w - pos)
+    n = w - pos;
+  if (n < w) {
+    const U mask = static_cast<U>((static_cast<U>(1) << n) - 1);
+    field = static_cast<U>(field & mask);
+    if (sbit) field = static_cast<U>(field | static_cast<U>(~mask));
+  }
+  return static_cast<T>(field);
+}
+template <class T>
+T bfi(T a, T b, u32 pos, u32 len) {
+  using U = detail::uns<T>;
+  constexpr u32 w = detail::width<T>;
+  pos &= 0xff;
+  len &= 0xff;
+  if (pos >= w || len == 0) return b;
+  const u32 n = len > w - pos ? w - pos : len;
+  const U mask =
+      n >= w ? static_cast<U>(~U{0}) : static_cast<U>(((static_cast<U>(1) << n) - 1) << pos);
+  return static_cast<T>((static_cast<U>(b) & static_cast<U>(~mask)) |
+                        (static_cast<U>(static_cast<U>(a) << pos) & mask));
+}
+inline u32 prmt(u32 a, u32 b, u32 c, int mode) {
+  const u64 v = (static_cast<u64>(b) << 32) | a;
+  auto byte = [v](u32 i) { return static_cast<u32>(v >> (8 * (i & 7))) & 0xffu; };
+  u32 r = 0;
+  if (mode == 0) {
+    for (u32 i = 0; i < 4; ++i) {
+      const u32 sel = (c >> (4 * i)) & 0xfu;
+      u32 x = byte(sel);
+      if ((sel & 8u) != 0) x = (x & 0x80u) != 0 ? 0xffu : 0u;  // replicate the sign
+      r |= x << (8 * i);
+    }
+    return r;
+  }
+  // Selector tables of the modes f4e, b4e, rc8, ecl, ecr, rc16: byte indices for d.b0..d.b3.
+  static constexpr unsigned char table[6][4][4] = {
+      {{0, 1, 2, 3}, {1, 2, 3, 4}, {2, 3, 4, 5}, {3, 4, 5, 6}},
+      {{0, 7, 6, 5}, {1, 0, 7, 6}, {2, 1, 0, 7}, {3, 2, 1, 0}},
+      {{0, 0, 0, 0}, {1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}},
+      {{0, 1, 2, 3}, {1, 1, 2, 3}, {2, 2, 2, 3}, {3, 3, 3, 3}},
+      {{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 1, 2, 2}, {0, 1, 2, 3}},
+      {{0, 1, 0, 1}, {2, 3, 2, 3}, {0, 1, 0, 1}, {2, 3, 2, 3}}};
+  const unsigned char* t = table[(mode - 1) % 6][c & 3u];
+  for (u32 i = 0; i < 4; ++i) r |= byte(t[i]) << (8 * i);
+  return r;
+}
+inline u32 lop3(u32 a, u32 b, u32 c, u32 lut) {
+  u32 r = 0;
+  for (u32 i = 0; i < 8; ++i) {
+    if (((lut >> i) & 1u) == 0) continue;
+    r |= ((i & 4u) != 0 ? a : ~a) & ((i & 2u) != 0 ? b : ~b) & ((i & 1u) != 0 ? c : ~c);
+  }
+  return r;
+}
+template <bool Left, bool Clamp>
+u32 shf(u32 a, u32 b, u32 c) {  // the funnel {b:a}
+  const u32 n = Clamp ? (c > 32 ? 32 : c) : (c & 31u);
+  const u64 v = (static_cast<u64>(b) << 32) | a;
+  return Left ? static_cast<u32>((v << n) >> 32) : static_cast<u32>(v >> n);
+}
+template <class T>
+T shl(T a, u32 n) {
+  using U = detail::uns<T>;
+  if (n >= static_cast<u32>(detail::width<T>)) return T(0);
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) << n));
+}
+template <class T>
+T shr(T a, u32 n) {
+  if (n >= static_cast<u32>(detail::width<T>)) {
+    if constexpr (detail::is_signed_v<T>)
+      return a < 0 ? T(-1) : T(0);
+    else
+      return T(0);
+  }
+  return static_cast<T>(a >> n);
+}
+namespace detail {
+template <class E>
+CUDAMUX_PTX_INLINE s32 lane_of(u32 v, u32 i, u32 bits) {  // element i, sign- or zero-extended
+  const u32 x = (v >> (i * bits)) & ((1u << bits) - 1);
+  if (is_signed_v<E> && ((x >> (bits - 1)) & 1u) != 0)
+    return static_cast<s32>(x | ~((1u << bits) - 1));
+  return static_cast<s32>(x);
+}
+}  // namespace detail
+template <class A, class B>
+s32 dp4a(u32 a, u32 b, s32 c) {
+  u32 d = static_cast<u32>(c);
+  for (u32 i = 0; i < 4; ++i)
+    d += static_cast<u32>(detail::lane_of<A>(a, i, 8) * detail::lane_of<B>(b, i, 8));
+  return static_cast<s32>(d);
+}
+template <class A, class B, bool Hi>
+s32 dp2a(u32 a, u32 b, s32 c) {  // A: the 16-bit elements' signedness, B: the bytes'
+  u32 d = static_cast<u32>(c);
+  const u32 base = Hi ? 2 : 0;
+  for (u32 i = 0; i < 2; ++i)
+    d += static_cast<u32>(detail::lane_of<A>(a, i, 16) * detail::lane_of<B>(b, base + i, 8));
+  return static_cast<s32>(d);
+}
+inline u32 fns(u32 mask, u32 base, s32 offset) {
+  if (offset == 0) return ((mask >> (base & 31u)) & 1u) != 0 ? base : 0xffffffffu;
+  u32 count = static_cast<u32>(offset < 0 ? -static_cast<s64>(offset) : offset) - 1;
+  const int inc = offset > 0 ? 1 : -1;
+  for (int pos = static_cast<int>(base); pos >= 0 && pos < 32; pos += inc) {
+    if (((mask >> pos) & 1u) != 0) {
+      if (count == 0) return static_cast<u32>(pos);
+      --count;
+    }
+  }
+  return 0xffffffffu;
+}
+template <class T>
+T add_cc(T a, T b, bool carry_in, bool& carry_out) {
+  using U = detail::uns<T>;
+  U r;
+  const bool c1 = __builtin_add_overflow(static_cast<U>(a), static_cast<U>(b), &r);
+  const bool c2 = __builtin_add_overflow(r, static_cast<U>(carry_in ? 1 : 0), &r);
+  carry_out = c1 || c2;
+  return static_cast<T>(r);
+}
+template <class T>
+T sub_cc(T a, T b, bool borrow_in, bool& borrow_out) {
+  using U = detail::uns<T>;
+  U r;
+  const bool b1 = __builtin_sub_overflow(static_cast<U>(a), static_cast<U>(b), &r);
+  const bool b2 = __builtin_sub_overflow(r, static_cast<U>(borrow_in ? 1 : 0), &r);
+  borrow_out = b1 || b2;
+  return static_cast<T>(r);
+}
+
+// ---- memory ----
+namespace detail {
+template <class U, class Fn>
+CUDAMUX_PTX_INLINE U cas_loop(void* addr, Fn next) {
+  U* p = static_cast<U*>(addr);
+  U old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (
+      !__atomic_compare_exchange_n(p, &old, next(old), true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+}  // namespace detail
+template <int T, int Op>
+typename storage<T>::type atom(void* addr, typename storage<T>::type v) {
+  using namespace detail;
+  using S = typename storage<T>::type;
+  CUDAMUX_ATOMIC_SCOPE
+  if constexpr (T == F32 || T == F64) {
+    using U = typename uint_of<sizeof(S)>::type;
+    const U vb = __builtin_bit_cast(U, v);
+    U old;
+    if constexpr (Op == 8) {
+      old = __atomic_exchange_n(static_cast<U*>(addr), vb, __ATOMIC_SEQ_CST);
+    } else {
+      old = cas_loop<U>(addr, [v](U o) {
+        const S x = __builtin_bit_cast(S, o);
+        S r;
+        if constexpr (Op == 0) {
+          // atom.add.f32 rounds to nearest and flushes subnormals; f64 keeps them.
+          if constexpr (T == F32)
+            r = fadd<F32, RN, FTZ>(x, v);
+          else
+            r = fadd<F64, RN, 0>(x, v);
+        } else if constexpr (Op == 1) {
+          r = fmin<T, 0>(x, v);
+        } else {
+          static_assert(Op == 2, "float atomics: add, min, max, exch");
+          r = fmax<T, 0>(x, v);
+        }
+        return __builtin_bit_cast(U, r);
+      });
+    }
+    return __builtin_bit_cast(S, old);
+  } else if constexpr (T == F16 || T == BF16 || T == F16X2 || T == BF16X2) {
+    if constexpr (Op == 8) return __atomic_exchange_n(static_cast<S*>(addr), v, __ATOMIC_SEQ_CST);
+    return cas_loop<S>(addr, [v](S o) -> S {
+      if constexpr (Op == 0)
+        return fadd<T, RN, 0>(o, v);  // .noftz
+      else if constexpr (Op == 1)
+        return fmin<T, 0>(o, v);
+      else
+        return fmax<T, 0>(o, v);
+    });
+  } else {
+    S* p = static_cast<S*>(addr);
+    if constexpr (Op == 0)
+      return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+    else if constexpr (Op == 1)
+      return cas_loop<S>(addr, [v](S o) { return v < o ? v : o; });
+    else if constexpr (Op == 2)
+      return cas_loop<S>(addr, [v](S o) { return v > o ? v : o; });
+    else if constexpr (Op == 3)
+      return cas_loop<S>(addr, [v](S o) { return o >= v ? S(0) : static_cast<S>(o + 1); });
+    else if constexpr (Op == 4)
+      return cas_loop<S>(addr, [v](S o) { return (o == 0 || o > v) ? v : static_cast<S>(o - 1); });
+    else if constexpr (Op == 5)
+      return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
+    else if constexpr (Op == 6)
+      return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+    else if constexpr (Op == 7)
+      return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
+    else
+      return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+  }
+}
+template <int T>
+typename storage<T>::type atom_cas(void* addr, typename storage<T>::type cmp,
+                                   typename storage<T>::type v) {
+  using S = typename storage<T>::type;
+  using U = typename detail::uint_of<sizeof(S)>::type;
+  CUDAMUX_ATOMIC_SCOPE
+  U expected = __builtin_bit_cast(U, cmp);
+  __atomic_compare_exchange_n(static_cast<U*>(addr), &expected, __builtin_bit_cast(U, v), false,
+                              __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return __builtin_bit_cast(S, expected);
+}
+inline void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// ---- special registers ----
+namespace detail {
+CUDAMUX_PTX_INLINE u32 linear_tid() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+}  // namespace detail
+inline u32 laneid() { return detail::linear_tid() & 31u; }
+inline u32 warpid() { return detail::linear_tid() >> 5; }
+inline u32 nwarpid() { return 64; }  // warp slots per SM on sm_80+ (warpid is always below)
+inline u32 lanemask(int kind) {
+  const u32 l = laneid();
+  const u32 eq = 1u << l;
+  const u32 lt = eq - 1;
+  switch (kind) {
+    case 0:
+      return eq;
+    case 1:
+      return lt | eq;
+    case 2:
+      return lt;
+    case 3:
+      return ~lt;
+    default:
+      return ~(lt | eq);
+  }
+}
+inline u64 clock64() { return cudamux_clock64(); }
+inline u64 globaltimer() { return cudamux_clock64(); }  // the runtime's clock counts nanoseconds
+inline u32 smid() { return 0; }  // blocks run on host threads; one SM id keeps %smid < %nsmid
+inline u32 nsmid() { return 1; }
+
+// ---- warp collectives ----
+template <int Mode>
+u32 shfl(u32 a, u32 b, u32 c, u32 mask, bool& in_range) {
+  const int lane = static_cast<int>(laneid());
+  const int bval = static_cast<int>(b & 31u);
+  const int cval = static_cast<int>(c & 31u);
+  const int seg = static_cast<int>((c >> 8) & 31u);
+  const int max_lane = (lane & seg) | (cval & ~seg);
+  const int min_lane = lane & seg;
+  int j;
+  bool p;
+  if constexpr (Mode == 0) {
+    j = lane - bval;
+    p = j >= max_lane;
+  } else if constexpr (Mode == 1) {
+    j = lane + bval;
+    p = j <= max_lane;
+  } else if constexpr (Mode == 2) {
+    j = lane ^ bval;
+    p = j <= max_lane;
+  } else {
+    j = min_lane | (bval & ~seg);
+    p = j <= max_lane;
+  }
+  if (!p) j = lane;
+  in_range = p;
+  return static_cast<u32>(cudamux_warp_op(CUDAMUX_WARP_SHFL, mask, a, j, 32));
+}
+inline bool vote_all(bool p, u32 mask) {
+  return cudamux_warp_op(CUDAMUX_WARP_ALL, mask, p ? 1 : 0, 0, 32) != 0;
+}
+inline bool vote_any(bool p, u32 mask) {
+  return cudamux_warp_op(CUDAMUX_WARP_ANY, mask, p ? 1 : 0, 0, 32) != 0;
+}
+// Uniform: every taking-part lane has the same predicate (match.all on it, one collective).
+inline bool vote_uni(bool p, u32 mask) {
+  return cudamux_warp_op(CUDAMUX_WARP_MATCH_ALL, mask, p ? 1 : 0, 0, 32) != 0;
+}
+inline u32 vote_ballot(bool p, u32 mask) {
+  return static_cast<u32>(cudamux_warp_op(CUDAMUX_WARP_BALLOT, mask, p ? 1 : 0, 0, 32));
+}
+template <class T>
+u32 match_any(T v, u32 mask) {
+  return static_cast<u32>(cudamux_warp_op(CUDAMUX_WARP_MATCH_ANY, mask,
+                                          static_cast<u64>(static_cast<detail::uns<T>>(v)), 0, 32));
+}
+template <class T>
+u32 match_all(T v, u32 mask, bool& pred) {
+  const u32 r = static_cast<u32>(cudamux_warp_op(
+      CUDAMUX_WARP_MATCH_ALL, mask, static_cast<u64>(static_cast<detail::uns<T>>(v)), 0, 32));
+  pred = r != 0;
+  return r;
+}
+template <int Op, class T>
+T redux(T v, u32 mask) {
+  static_assert(sizeof(T) == 4, "redux.sync: 32-bit operands");
+  u32 x = static_cast<u32>(v);
+  // The runtime compares unsigned values: bias signed ones into unsigned order and back.
+  constexpr u32 bias = (detail::is_signed_v<T> && (Op == 1 || Op == 2)) ? 0x80000000u : 0u;
+  constexpr int op = Op == 0   ? CUDAMUX_WARP_REDUCE_ADD
+                     : Op == 1 ? CUDAMUX_WARP_REDUCE_MIN
+                     : Op == 2 ? CUDAMUX_WARP_REDUCE_MAX
+                     : Op == 5 ? CUDAMUX_WARP_REDUCE_AND
+                     : Op == 6 ? CUDAMUX_WARP_REDUCE_OR
+                               : CUDAMUX_WARP_REDUCE_XOR;
+  x = static_cast<u32>(cudamux_warp_op(op, mask, x ^ bias, 0, 32)) ^ bias;
+  return static_cast<T>(x);
+}
+inline u32 activemask() {
+  return static_cast<u32>(cudamux_warp_op(CUDAMUX_WARP_ACTIVEMASK, ~0u, 0, 0, 32));
+}
+inline void bar_warp_sync(u32 mask) { cudamux_warp_op(CUDAMUX_WARP_SYNC, mask, 0, 0, 32); }
+
+// ---- CTA barriers: the runtime has one barrier per block that every live thread reaches;
+// the barrier id and the thread count are not modelled (docs/ptx.md). ----
+inline void bar_sync(u32 id, u32 count) {
+  (void)id;
+  (void)count;
+  cudamux_syncthreads_op(CUDAMUX_BAR_SYNC, 0);
+}
+inline u32 bar_red_popc(u32 id, u32 count, bool p) {
+  (void)id;
+  (void)count;
+  return static_cast<u32>(cudamux_syncthreads_op(CUDAMUX_BAR_COUNT, p ? 1 : 0));
+}
+inline bool bar_red_and(u32 id, u32 count, bool p) {
+  (void)id;
+  (void)count;
+  return cudamux_syncthreads_op(CUDAMUX_BAR_AND, p ? 1 : 0) != 0;
+}
+inline bool bar_red_or(u32 id, u32 count, bool p) {
+  (void)id;
+  (void)count;
+  return cudamux_syncthreads_op(CUDAMUX_BAR_OR, p ? 1 : 0) != 0;
+}
+
+// ---- device runtime calls ----
+namespace detail {
+extern "C" int cudamux_ptx_snprintf(char*, unsigned long, const char*, ...) __asm__("snprintf");
+inline int emit_text(const char* fmt, ...) {
+  __builtin_va_list ap;
+  __builtin_va_start(ap, fmt);
+  const int n = cudamux_vprintf(fmt, ap);
+  __builtin_va_end(ap);
+  return n;
+}
+struct text {
+  static constexpr u32 cap = 4096;  // CUDA's printf has a per-call limit too; longer is cut
+  char buf[cap];
+  u32 n = 0;
+  void put(char c) {
+    if (n + 1 < cap) buf[n++] = c;
+  }
+  void put(const char* s, u32 len) {
+    for (u32 i = 0; i < len; ++i) put(s[i]);
+  }
+  template <class V>
+  void format(const char* spec, V v) {
+    const int w = cudamux_ptx_snprintf(buf + n, cap - n, spec, v);
+    if (w > 0) n = (n + static_cast<u32>(w) < cap - 1) ? n + static_cast<u32>(w) : cap - 1;
+  }
+};
+// Appends the decimal digits of v to s.
+CUDAMUX_PTX_INLINE char* put_int(char* s, int v) {
+  char tmp[12];
+  int k = 0;
+  u32 m = v < 0 ? 0u - static_cast<u32>(v) : static_cast<u32>(v);
+  do {
+    tmp[k++] = static_cast<char>('0' + m % 10);
+    m /= 10;
+  } while (m != 0);
+  if (v < 0) *s++ = '-';
+  while (k > 0) *s++ = tmp[--k];
+  return s;
+}
+}  // namespace detail
+
+// vprintf over nvcc's argument buffer: each argument at its natural alignment (int-sized for
+// %d %i %u %x %X %o %c and their h/hh forms, 8 bytes for l/ll/z/j/t forms, doubles for the
+// float conversions, pointers for %s %p). Returns the number of arguments, as CUDA's printf.
+namespace detail {
+// Formats into out; returns the number of arguments used (-1 for a null format).
+inline int vformat(const char* fmt, const char* args, text& out) {
+  if (fmt == nullptr) return -1;
+  u64 off = 0;
+  int count = 0;
+  static const char zeros[8] = {};
+  auto take = [&](u32 size) -> const char* {
+    off = (off + size - 1) & ~static_cast<u64>(size - 1);
+    const char* p = args != nullptr ? args + off : zeros;
+    off += size;
+    ++count;
+    return p;
+  };
+  auto read_int = [&]() {
+    s32 v;
+    __builtin_memcpy(&v, take(4), 4);
+    return v;
+  };
+  for (const char* f = fmt; *f != '\0';) {
+    if (*f != '%') {
+      out.put(*f++);
+      continue;
+    }
+    const char* start = f++;
+    if (*f == '%') {
+      out.put('%');
+      ++f;
+      continue;
+    }
+    char spec[64];
+    char* s = spec;
+    *s++ = '%';
+    while (*f == '-' || *f == '+' || *f == ' ' || *f == '#' || *f == '0') {
+      if (s < spec + 8) *s++ = *f;
+      ++f;
+    }
+    if (*f == '*') {
+      s = put_int(s, read_int());
+      ++f;
+    } else {
+      for (int k = 0; *f >= '0' && *f <= '9'; ++f, ++k)
+        if (k < 9) *s++ = *f;
+    }
+    if (*f == '.') {
+      *s++ = *f++;
+      if (*f == '*') {
+        const int p = read_int();
+        s = put_int(s, p < 0 ? 0 : p);
+        ++f;
+      } else {
+        for (int k = 0; *f >= '0' && *f <= '9'; ++f, ++k)
+          if (k < 9) *s++ = *f;
+      }
+    }
+    int longs = 0, shorts = 0;
+    for (;; ++f) {
+      if (*f == 'l' || *f == 'q' || *f == 'j' || *f == 'z' || *f == 't')
+        ++longs;
+      else if (*f == 'h')
+        ++shorts;
+      else if (*f == 'L')
+        continue;
+      else
+        break;
+    }
+    const char conv = *f;
+    if (conv == '\0') {  // a lone '%' at the end: printed as written
+      out.put(start, static_cast<u32>(f - start));
+      break;
+    }
+    ++f;
+    switch (conv) {
+      case 'd':
+      case 'i':
+      case 'u':
+      case 'o':
+      case 'x':
+      case 'X':
+        if (longs != 0) {
+          *s++ = 'l';
+          *s++ = 'l';
+          *s++ = conv;
+          *s = '\0';
+          s64 v;
+          __builtin_memcpy(&v, take(8), 8);
+          out.format(spec, v);
+        } else {
+          for (int k = 0; k < shorts && k < 2; ++k) *s++ = 'h';
+          *s++ = conv;
+          *s = '\0';
+          s32 v;
+          __builtin_memcpy(&v, take(4), 4);
+          out.format(spec, v);
+        }
+        break;
+      case 'c': {
+        *s++ = 'c';
+        *s = '\0';
+        s32 v;
+        __builtin_memcpy(&v, take(4), 4);
+        out.format(spec, v);
+        break;
+      }
+      case 'f':
+      case 'F':
+      case 'e':
+      case 'E':
+      case 'g':
+      case 'G':
+      case 'a':
+      case 'A': {
+        *s++ = conv;
+        *s = '\0';
+        double v;
+        __builtin_memcpy(&v, take(8), 8);
+        out.format(spec, v);
+        break;
+      }
+      case 's':
+      case 'p': {
+        *s++ = conv;
+        *s = '\0';
+        const void* v;
+        __builtin_memcpy(&v, take(8), 8);
+        out.format(spec, v);
+        break;
+      }
+      case 'n':
+        take(8);  // not supported (as in CUDA): the argument is skipped
+        break;
+      default:  // not a conversion: printed as written
+        out.put(start, static_cast<u32>(f - start));
+        break;
+    }
+  }
+  out.buf[out.n] = '\0';
+  return count;
+}
+}  // namespace detail
+inline int vprintf(const char* fmt, const char* args) {
+  detail::text out;
+  const int count = detail::vformat(fmt, args, out);
+  if (out.n != 0) detail::emit_text("%s", out.buf);
+  return count;
+}
+inline void assertfail(const char* message, const char* file, u32 line, const char* function) {
+  cudamux_assert_fail(message, file, line, function);
+}
+inline void trap(const char* why) {
+  (void)why;
+  cudamux_trap();  // unwinds the launch; returns only outside one
+  __builtin_trap();
+}
+}  // namespace cudamux::ptx
