@@ -376,6 +376,25 @@ TEST(PtxOpsFloat, F64AllModesMatchTheHostFpu) {
       1000);
 }
 
+// bf16 nearest-even rounding of a double whose result is a normal bf16 (false otherwise).
+bool ref_bf16_normal(double v, uint16_t& out) {
+  const uint64_t u = b64(v);
+  int e = static_cast<int>((u >> 52) & 0x7ff) - 1023;
+  if (e < -126 || e > 127 || std::isnan(v)) return false;
+  const uint64_t m = (u & ((1ull << 52) - 1)) | (1ull << 52);
+  uint64_t r = m >> 45;
+  const uint64_t rem = m & ((1ull << 45) - 1), half = 1ull << 44;
+  if (rem > half || (rem == half && (r & 1) != 0)) ++r;
+  if (r == 256) {
+    r = 128;
+    ++e;
+  }
+  if (e > 127) return false;
+  out = static_cast<uint16_t>(((u >> 48) & 0x8000u) | (static_cast<uint64_t>(e + 127) << 7) |
+                              (r & 127));
+  return true;
+}
+
 TEST(PtxOpsFloat, HalfArithmeticIsCorrectlyRounded) {
   // add and mul of two f16 values are exact in double: round that with the host (any mode).
   std::mt19937 rng(3);
@@ -404,6 +423,28 @@ TEST(PtxOpsFloat, HalfArithmeticIsCorrectlyRounded) {
           ASSERT_EQ(got[op][m], h16(r)) << std::hex << a << " " << b << " op " << op << " m " << m;
         }
       }
+    }
+  }
+  // Division and subtraction (round to nearest): a double quotient rounded to f16 is correctly
+  // rounded (53 >= 2 * 11 + 2), and so is the exact double difference.
+  for (int i = 0; i < 20000; ++i) {
+    const uint16_t a = static_cast<uint16_t>(rng()), b = static_cast<uint16_t>(rng());
+    if ((a & 0x7fff) > 0x7c00 || (b & 0x7fff) > 0x7c00) continue;
+    const double x = f16_to_f32(a), y = f16_to_f32(b);
+    const uint16_t q = fdiv<F16, RN, 0>(a, b), d = fsub<F16, NONE, 0>(a, b);
+    const uint16_t bq = fdiv<BF16, RN, 0>(a, b);
+    if (std::isnan(x / y)) {
+      ASSERT_EQ(q, 0x7fff);
+    } else {
+      ASSERT_EQ(q, h16(static_cast<_Float16>(x / y))) << std::hex << a << " " << b;
+    }
+    if (x - y != 0) {
+      ASSERT_EQ(d, h16(static_cast<_Float16>(x - y))) << std::hex << a << " " << b;
+    }
+    const double bx = bf16_to_f32(a), by = bf16_to_f32(b);
+    uint16_t want = 0;
+    if (ref_bf16_normal(bx / by, want)) {
+      ASSERT_EQ(bq, want) << std::hex << a << " " << b;
     }
   }
   EXPECT_EQ((fadd<F16, RN, 0>(0x7bff, 0x7bff)), 0x7c00);  // overflow

@@ -479,6 +479,30 @@ CUDAMUX_PTX_INLINE float h2f(u16 h) {
   return as_f32(sign | ((e + 112) << 23) | (f << 13));
 }
 CUDAMUX_PTX_INLINE float b2f(u16 h) { return as_f32(static_cast<u32>(h) << 16); }
+// f32 -> f16 and bf16, round to nearest even, by bit manipulation (the hot path of f16
+// arithmetic). NaN gives the canonical NaN.
+CUDAMUX_PTX_INLINE u16 f2h_rn(float f) {
+  u32 x = bits32(f);
+  const u32 sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  u32 o;
+  if (x >= 0x47800000u) {  // 2^16 and above: infinity (rounding carries there), NaN
+    o = x > 0x7f800000u ? 0x7fffu : 0x7c00u;
+  } else if (x < 0x38800000u) {  // below 2^-14: the hardware rounds at the subnormal lsb
+    const float magic = 0.5f;    // 2^-1: its ulp is f16's smallest subnormal, 2^-24
+    o = bits32(opaque(as_f32(x) + magic)) - bits32(magic);
+  } else {
+    const u32 odd = (x >> 13) & 1u;
+    x += (static_cast<u32>(15 - 127) << 23) + 0xfffu + odd;
+    o = x >> 13;
+  }
+  return static_cast<u16>(o | sign);
+}
+CUDAMUX_PTX_INLINE u16 f2b_rn(float f) {
+  const u32 u = bits32(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return kNaN16;
+  return static_cast<u16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // carries into the exponent
+}
 
 template <int T>
 struct fmt_of;
@@ -665,6 +689,22 @@ CUDAMUX_PTX_INLINE typename storage<T>::type in(typename storage<T>::type x) {
     return x;
 }
 
+// f16/bf16 results computed in f32 and rounded once more: exact for + - * / (f32 has more
+// than 2p + 2 bits, so the double rounding is innocuous).
+template <int T>
+CUDAMUX_PTX_INLINE u16 half_of(float f) {
+  if constexpr (T == F16)
+    return f2h_rn(f);
+  else
+    return f2b_rn(f);
+}
+template <int T>
+CUDAMUX_PTX_INLINE float hval(u16 h) {
+  if constexpr (T == F16)
+    return h2f(h);
+  else
+    return b2f(h);
+}
 // Packed f16x2/bf16x2: apply a scalar operation to each half.
 template <class Op>
 CUDAMUX_PTX_INLINE u32 per_half(u32 a, u32 b, u32 c, Op op) {
@@ -1041,15 +1081,9 @@ u32 cvt_f8x2_to_f16x2(u16 a) {
 }
 
 inline float f16_to_f32(u16 h) { return detail::h2f(h); }
-inline u16 f32_to_f16_rn(float f) {
-  return static_cast<u16>(detail::from_double<detail::fmt_f16, RN>(f, false));
-}
+inline u16 f32_to_f16_rn(float f) { return detail::f2h_rn(f); }
 inline float bf16_to_f32(u16 h) { return detail::b2f(h); }
-inline u16 f32_to_bf16_rn(float f) {
-  const u32 u = detail::bits32(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return detail::kNaN16;
-  return static_cast<u16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // carries into the exponent
-}
+inline u16 f32_to_bf16_rn(float f) { return detail::f2b_rn(f); }
 
 // ---- float arithmetic ----
 template <int T, int R, int Flags>
@@ -1071,6 +1105,10 @@ typename storage<T>::type fadd(typename storage<T>::type a, typename storage<T>:
       r = nadd<F32, R>(a, b);
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x + y)));
+    }
     return finish<T, Flags>(nadd<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
   }
 }
@@ -1098,6 +1136,10 @@ typename storage<T>::type fsub(typename storage<T>::type a, typename storage<T>:
       r = nadd<F32, R>(a, -static_cast<double>(b));
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x - y)));
+    }
     return finish<T, Flags>(nadd<T, R>(widen<T>(in<T, Flags>(a)), -widen<T>(in<T, Flags>(b))));
   }
 }
@@ -1120,6 +1162,10 @@ typename storage<T>::type fmul(typename storage<T>::type a, typename storage<T>:
       r = nmul<F32, R>(a, b);
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x * y)));
+    }
     return finish<T, Flags>(nmul<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
   }
 }
@@ -1175,6 +1221,10 @@ typename storage<T>::type fdiv(typename storage<T>::type a, typename storage<T>:
     }
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x / y)));
+    }
     return finish<T, Flags>(ndiv<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
   }
 }
