@@ -356,6 +356,9 @@ CUDAMUX_PTX_INLINE int msb128(u128 v) {
 // the largest finite value under SATFINITE (NaN for a format without infinity otherwise).
 template <class F, int R>
 inline u64 round_bits(bool neg, int exp, u128 mant, bool satfinite) {
+  if constexpr (R == NONE || R == RS) {  // .rs (stochastic) is not modelled: nearest even
+    return round_bits<F, RN>(neg, exp, mant, satfinite);
+  }
   constexpr int M = F::m;
   constexpr int EMIN = 1 - F::bias;
   const u64 sign = static_cast<u64>(neg) << (F::e + M);

@@ -1,0 +1,36 @@
+// Instruction semantics end to end (tests/ptx/ops_e2e_test.cpp): nvcc's PTX for these kernels
+// goes through the parser, the C++ emitter and ptx_ops.h, and runs on the device runtime.
+// Regenerate ops_e2e.ptx with make_ops_fixture.sh (nvcc is not a build requirement).
+#include <cstdio>
+#include <cuda_fp16.h>
+
+extern "C" __global__ void rounding(const float* in, unsigned* out) {
+  const int t = threadIdx.x;
+  const float x = in[t];
+  unsigned* o = out + t * 12;
+  o[0] = __float_as_uint(__fdiv_rz(x, 3.0f));
+  o[1] = __float_as_uint(__fdiv_ru(x, 3.0f));
+  o[2] = __float_as_uint(__fdiv_rd(x, 3.0f));
+  o[3] = __float_as_uint(__fsqrt_rd(x));
+  o[4] = __float_as_uint(__fmaf_ru(x, x, -1.0f));
+  o[5] = __half_as_ushort(__float2half_rn(x));
+  o[6] = __half_as_ushort(__float2half_rz(x));
+  o[7] = static_cast<unsigned>(__float2int_rn(x * 1e9f));
+  o[8] = static_cast<unsigned>(__float2uint_rd(x));
+  o[9] = __half_as_ushort(__hfma(__float2half_rn(x), __float2half_rn(x), __float2half_rn(0.25f)));
+  o[10] = __float_as_uint(__uint_as_float(0x7f7fffffu) * (x + 1.0f));
+  o[11] = static_cast<unsigned>(__double2ll_rz(static_cast<double>(x) * 1e20));
+}
+
+extern "C" __global__ void warp(const unsigned* in, unsigned* out) {
+  const unsigned t = threadIdx.x;
+  const unsigned v = in[t];
+  unsigned* o = out + t * 6;
+  o[0] = __shfl_xor_sync(0xffffffffu, v, 1);
+  o[1] = __shfl_down_sync(0xffffffffu, v, 3, 8);
+  o[2] = __ballot_sync(0xffffffffu, (v & 1u) != 0);
+  o[3] = __reduce_add_sync(0xffffffffu, v);
+  o[4] = __byte_perm(v, t, 0x5140);
+  o[5] = __funnelshift_l(v, t, t);
+  if (t == 5) printf("lane %u: %d %5.2f %s %llx|\n", t, -static_cast<int>(t), 1.25, "ok", 0x123456789abcull);
+}

@@ -1,0 +1,214 @@
+// ptx_ops.h end to end: nvcc's PTX (data/ops/ops_e2e.cu) -> parser -> C++ emitter -> g++ with
+// the prelude, like the mock builds modules -> blocks on the device runtime. Expected values
+// come from the host FPU switched to each rounding mode and from the ISA's definitions.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cfenv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cudamux/device_abi.h"
+#include "cudamux/ptx/emit_cpp.hpp"
+#include "cudamux/ptx/ir.hpp"
+
+namespace {
+
+struct Module {
+  void* handle = nullptr;
+  const cudamux_module_desc* desc = nullptr;
+  std::string error;
+  ~Module() {
+    if (handle != nullptr) dlclose(handle);
+  }
+  const cudamux_kernel_desc* kernel(const char* name) const {
+    for (unsigned k = 0; desc != nullptr && k < desc->num_kernels; ++k) {
+      Dl_info info{};
+      if (dladdr(desc->kernels[k]->fn, &info) != 0 && info.dli_sname != nullptr &&
+          std::string(info.dli_sname) == name)
+        return desc->kernels[k];
+    }
+    return nullptr;
+  }
+};
+
+// The fixture, parsed, emitted and built once for all tests.
+Module* module() {
+  static std::unique_ptr<Module> m = [] {
+    auto r = std::make_unique<Module>();
+    std::ifstream f(std::string(CUDAMUX_PTX_OPS_DATA) + "/ops_e2e.ptx");
+    std::stringstream text;
+    text << f.rdbuf();
+    std::vector<cudamux::ptx::Diagnostic> diags;
+    const auto parsed = cudamux::ptx::parse(text.str(), diags);
+    if (!parsed) {
+      r->error = "parse failed";
+      return r;
+    }
+    const auto emitted = cudamux::ptx::emit_cpp(*parsed);
+    for (const auto& u : emitted.unsupported) r->error += u.message + "\n";
+    if (!r->error.empty()) return r;
+    char dir[] = "/tmp/cudamux_ops_e2e_XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      r->error = "mkdtemp";
+      return r;
+    }
+    const std::string src = std::string(dir) + "/m.cpp", so = std::string(dir) + "/m.so",
+                      log = std::string(dir) + "/log";
+    std::ofstream(src) << emitted.source;
+    // As the mock compiles modules, with fused multiply-adds off so that the plain f32
+    // operations of the kernel have one reference.
+    const std::string cmd = std::string(CUDAMUX_TEST_CXX) +
+                            " -std=c++17 -O1 -march=native -fPIC -shared -fno-gnu-unique"
+                            " -ffp-contract=off -fno-math-errno -w -include cudamux/prelude.h -I" +
+                            CUDAMUX_DEVICE_INCLUDE + " -I" + CUDAMUX_DEVICE_ABI_INCLUDE + " " +
+                            src + " -o " + so + " -L" + CUDAMUX_DEVICE_LIB_DIR +
+                            " -lcudamux-device -Wl,-rpath," + CUDAMUX_DEVICE_LIB_DIR + " > " + log +
+                            " 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream l(log);
+      r->error.assign(std::istreambuf_iterator<char>(l), {});
+    } else {
+      r->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (r->handle == nullptr) r->error = dlerror();
+      auto fn = r->handle != nullptr
+                    ? reinterpret_cast<cudamux_module_fn>(dlsym(r->handle, CUDAMUX_MODULE_SYMBOL))
+                    : nullptr;
+      if (fn != nullptr) r->desc = fn();
+    }
+    std::remove(src.c_str());
+    std::remove(so.c_str());
+    std::remove(log.c_str());
+    rmdir(dir);
+    return r;
+  }();
+  return m.get();
+}
+
+// One block of `threads` threads; the kernels take two pointers.
+void run(const char* name, unsigned threads, const void* in, void* out) {
+  Module* m = module();
+  ASSERT_TRUE(m->error.empty()) << m->error;
+  const cudamux_kernel_desc* k = m->kernel(name);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->num_params, 2u);
+  std::vector<unsigned char> args(k->args_size);
+  std::memcpy(args.data() + k->param_offsets[0], &in, sizeof in);
+  std::memcpy(args.data() + k->param_offsets[1], &out, sizeof out);
+  volatile int abort_flag = 0;
+  cudamux_launch l{};
+  l.loop = k->loop;
+  l.args = args.data();
+  l.grid = cudamux_u3{1, 1, 1};
+  l.block = cudamux_u3{threads, 1, 1};
+  l.abort = &abort_flag;
+  l.flags = k->flags;
+  l.kernel_fn = k->fn;
+  l.args_size = k->args_size;
+  alignas(64) static unsigned char shared[4096];
+  char msg[256] = {};
+  ASSERT_EQ(cudamux_run_block(&l, cudamux_u3{0, 0, 0}, shared, msg, sizeof msg), 0) << msg;
+}
+
+template <class F>
+F in_mode(int mode, F (*op)(F, F, F), F a, F b, F c) {
+  std::fesetround(mode);
+  volatile F x = a, y = b, z = c;
+  volatile F r = op(x, y, z);
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+float div3(float a, float, float) { return a / 3.0f; }
+float sqrt1(float a, float, float) { return std::sqrt(a); }
+float fma1(float a, float, float) { return std::fma(a, a, -1.0f); }
+uint16_t half_bits(int mode, float x) {
+  std::fesetround(mode);
+  volatile float v = x;
+  volatile _Float16 h = static_cast<_Float16>(v);
+  std::fesetround(FE_TONEAREST);
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(h));
+}
+
+TEST(PtxOpsE2E, RoundingConversionsAndSaturation) {
+  const std::vector<float> in = {1.0f, 2.0f,  0.1f, 1e-40f, 65520.0f, 100.0f, 1.0f + 0x1p-11f,
+                                 7.0f, -1.5f, 0.0f, 3e9f,   65519.0f};
+  const unsigned n = static_cast<unsigned>(in.size());
+  std::vector<uint32_t> out(n * 12, 0xdeadbeefu);
+  run("rounding", n, in.data(), out.data());
+  for (unsigned t = 0; t < n; ++t) {
+    const float x = in[t];
+    const uint32_t* o = out.data() + t * 12;
+    SCOPED_TRACE("x = " + std::to_string(x));
+    EXPECT_EQ(o[0], std::bit_cast<uint32_t>(in_mode<float>(FE_TOWARDZERO, div3, x, 0, 0)));
+    EXPECT_EQ(o[1], std::bit_cast<uint32_t>(in_mode<float>(FE_UPWARD, div3, x, 0, 0)));
+    EXPECT_EQ(o[2], std::bit_cast<uint32_t>(in_mode<float>(FE_DOWNWARD, div3, x, 0, 0)));
+    const float s = in_mode<float>(FE_DOWNWARD, sqrt1, x, 0, 0);
+    if (std::isnan(s)) {
+      EXPECT_TRUE(std::isnan(std::bit_cast<float>(o[3])));
+    } else {
+      EXPECT_EQ(o[3], std::bit_cast<uint32_t>(s));
+    }
+    EXPECT_EQ(o[4], std::bit_cast<uint32_t>(in_mode<float>(FE_UPWARD, fma1, x, 0, 0)));
+    EXPECT_EQ(o[5], half_bits(FE_TONEAREST, x));
+    EXPECT_EQ(o[6], half_bits(FE_TOWARDZERO, x));
+    // cvt.rni.s32.f32 saturates.
+    const float big = x * 1e9f;
+    const double r = std::nearbyint(static_cast<double>(big));
+    const int32_t want7 = r >= 2147483648.0   ? INT32_MAX
+                          : r < -2147483648.0 ? INT32_MIN
+                                              : static_cast<int32_t>(r);
+    EXPECT_EQ(static_cast<int32_t>(o[7]), want7);
+    // cvt.rmi.u32.f32: floor, clamped at 0.
+    const double fl = std::floor(static_cast<double>(x));
+    EXPECT_EQ(o[8], fl < 0 ? 0u : fl >= 4294967296.0 ? UINT32_MAX : static_cast<uint32_t>(fl));
+    // f16 fma: h*h + 0.25 is exact in double here; rounded once.
+    const double hx = static_cast<double>(static_cast<_Float16>(x));
+    EXPECT_EQ(o[9], std::bit_cast<uint16_t>(static_cast<_Float16>(hx * hx + 0.25))) << hx;
+    volatile float fmax = std::bit_cast<float>(0x7f7fffffu), one = 1.0f;
+    EXPECT_EQ(o[10], std::bit_cast<uint32_t>(fmax * (x + one)));
+    // cvt.rzi.s64.f64 saturates; the kernel keeps the low 32 bits.
+    const double p = static_cast<double>(x) * 1e20;
+    const int64_t ll = p >= 0x1p63 ? INT64_MAX : p < -0x1p63 ? INT64_MIN : static_cast<int64_t>(p);
+    EXPECT_EQ(o[11], static_cast<uint32_t>(ll));
+  }
+}
+
+TEST(PtxOpsE2E, WarpCollectivesPermutesAndPrintf) {
+  std::vector<uint32_t> in(32), out(32 * 6, 0xdeadbeefu);
+  uint32_t sum = 0, ballot = 0;
+  for (uint32_t t = 0; t < 32; ++t) {
+    in[t] = t * 0x01020305u + 0x10000u * (t % 5);
+    sum += in[t];
+    if ((in[t] & 1u) != 0) ballot |= 1u << t;
+  }
+  testing::internal::CaptureStdout();
+  run("warp", 32, in.data(), out.data());
+  const std::string printed = testing::internal::GetCapturedStdout();
+  for (uint32_t t = 0; t < 32; ++t) {
+    const uint32_t* o = out.data() + t * 6;
+    const uint32_t v = in[t];
+    EXPECT_EQ(o[0], in[t ^ 1u]) << t;
+    EXPECT_EQ(o[1], (t % 8) + 3 < 8 ? in[t + 3] : v) << t;
+    EXPECT_EQ(o[2], ballot);
+    EXPECT_EQ(o[3], sum);
+    // __byte_perm(v, t, 0x5140): bytes v.b0, t.b0, v.b1, t.b1 (b of t is bytes 4..7).
+    EXPECT_EQ(o[4], (v & 0xffu) | ((t & 0xffu) << 8) | (((v >> 8) & 0xffu) << 16) |
+                        (((t >> 8) & 0xffu) << 24))
+        << t;
+    const uint64_t funnel = (static_cast<uint64_t>(t) << 32) | v;
+    EXPECT_EQ(o[5], static_cast<uint32_t>((funnel << (t & 31u)) >> 32)) << t;
+  }
+  EXPECT_EQ(printed, "lane 5: -5  1.25 ok 123456789abc|\n");
+}
+
+}  // namespace
