@@ -35,7 +35,8 @@ enum ty : int {
 // conversions is illegal without a mode in PTX, the emitter passes the written one).
 enum rnd : int { NONE, RN, RZ, RM, RP, RNA, RS, RNI, RZI, RMI, RPI };
 // Flags (bit set) for template arguments.
-enum flag : int { FTZ = 1, SAT = 2, RELU = 4, NANF = 8, APPROX = 16, FULL = 32, XORSIGN = 64, ABSF = 128 };
+enum flag : int { FTZ = 1, SAT = 2, RELU = 4, NANF = 8, APPROX = 16, FULL = 32, XORSIGN = 64, ABSF = 128,
+  SATFINITE = 256 /* added: cvt's .satfinite */ };
 
 template <int T> struct storage;  // storage<F32>::type == float, storage<F16>::type == u16 ...
 
@@ -175,9 +176,6 @@ void trap(const char* why);
 
 namespace cudamux::ptx {
 
-// Added to the flag set: cvt's .satfinite (finite results saturate to the largest finite
-// value instead of becoming infinite; NaN stays NaN).
-enum : int { SATFINITE = 256 };
 
 template <>
 struct storage<B8> {
