@@ -95,16 +95,16 @@ Module* module() {
   return m.get();
 }
 
-// One block of `threads` threads; the kernels take two pointers.
-void run(const char* name, unsigned threads, const void* in, void* out) {
+// One block of `threads` threads; the kernels take pointers only.
+void run(const char* name, unsigned threads, std::vector<const void*> ptrs) {
   Module* m = module();
   ASSERT_TRUE(m->error.empty()) << m->error;
   const cudamux_kernel_desc* k = m->kernel(name);
   ASSERT_NE(k, nullptr);
-  ASSERT_EQ(k->num_params, 2u);
+  ASSERT_EQ(k->num_params, ptrs.size());
   std::vector<unsigned char> args(k->args_size);
-  std::memcpy(args.data() + k->param_offsets[0], &in, sizeof in);
-  std::memcpy(args.data() + k->param_offsets[1], &out, sizeof out);
+  for (std::size_t i = 0; i < ptrs.size(); ++i)
+    std::memcpy(args.data() + k->param_offsets[i], &ptrs[i], sizeof(void*));
   volatile int abort_flag = 0;
   cudamux_launch l{};
   l.loop = k->loop;
@@ -144,7 +144,7 @@ TEST(PtxOpsE2E, RoundingConversionsAndSaturation) {
                                  7.0f, -1.5f, 0.0f, 3e9f,   65519.0f};
   const unsigned n = static_cast<unsigned>(in.size());
   std::vector<uint32_t> out(n * 12, 0xdeadbeefu);
-  run("rounding", n, in.data(), out.data());
+  run("rounding", n, {in.data(), out.data()});
   for (unsigned t = 0; t < n; ++t) {
     const float x = in[t];
     const uint32_t* o = out.data() + t * 12;
@@ -192,7 +192,7 @@ TEST(PtxOpsE2E, WarpCollectivesPermutesAndPrintf) {
     if ((in[t] & 1u) != 0) ballot |= 1u << t;
   }
   testing::internal::CaptureStdout();
-  run("warp", 32, in.data(), out.data());
+  run("warp", 32, {in.data(), out.data()});
   const std::string printed = testing::internal::GetCapturedStdout();
   for (uint32_t t = 0; t < 32; ++t) {
     const uint32_t* o = out.data() + t * 6;
@@ -209,6 +209,36 @@ TEST(PtxOpsE2E, WarpCollectivesPermutesAndPrintf) {
     EXPECT_EQ(o[5], static_cast<uint32_t>((funnel << (t & 31u)) >> 32)) << t;
   }
   EXPECT_EQ(printed, "lane 5: -5  1.25 ok 123456789abc|\n");
+}
+
+TEST(PtxOpsE2E, AtomicsFromManyThreads) {
+  std::vector<uint32_t> u(64, 0);
+  float f = 0.0f;
+  uint32_t h = 0;  // half2
+  int32_t s[2] = {INT32_MIN, INT32_MAX};
+  double d = 0.0;
+  run("atomics", 32, {u.data(), &f, &h, s, &d});
+  EXPECT_EQ(u[0], 32u % 10u);  // inc wraps at 9: 0..9, 0..9, 0..9, 0, 1
+  EXPECT_EQ(u[1], 4u);         // dec at 5: 0 -> 5 -> 4 ... -> 0 every 6 steps; 32 = 5 * 6 + 2
+  EXPECT_EQ(f, 16.0f);
+  EXPECT_EQ(s[0], 11);
+  EXPECT_EQ(s[1], -20);
+  EXPECT_EQ(h, 0x48005000u);  // (32.0, 8.0)
+  int winners = 0;
+  uint32_t winner = 0;
+  for (uint32_t t = 0; t < 32; ++t) {
+    if (u[5 + t] == 0) {
+      ++winners;
+      winner = t;
+    } else {
+      EXPECT_EQ(u[5 + t], u[2]);  // the others saw the winner's value
+    }
+  }
+  EXPECT_EQ(winners, 1);
+  EXPECT_EQ(u[2], 100u + winner);
+  EXPECT_EQ(u[3], 0xffffffffu);
+  EXPECT_EQ(u[4], 77u);
+  EXPECT_EQ(d, 4.0);
 }
 
 }  // namespace

@@ -34,3 +34,17 @@ extern "C" __global__ void warp(const unsigned* in, unsigned* out) {
   o[5] = __funnelshift_l(v, t, t);
   if (t == 5) printf("lane %u: %d %5.2f %s %llx|\n", t, -static_cast<int>(t), 1.25, "ok", 0x123456789abcull);
 }
+
+extern "C" __global__ void atomics(unsigned* u, float* f, __half2* h, int* s, double* d) {
+  const unsigned t = threadIdx.x;
+  atomicInc(&u[0], 9u);
+  atomicDec(&u[1], 5u);
+  atomicAdd(&f[0], 0.5f);
+  atomicMax(&s[0], static_cast<int>(t) - 20);
+  atomicMin(&s[1], static_cast<int>(t) - 20);
+  atomicAdd(&h[0], __floats2half2_rn(1.0f, 0.25f));
+  u[5 + t] = atomicCAS(&u[2], 0u, 100u + t);
+  atomicOr(&u[3], 1u << t);
+  atomicExch(&u[4], 77u);
+  atomicAdd(&d[0], 0.125);
+}
