@@ -241,4 +241,107 @@ TEST(PtxOpsE2E, AtomicsFromManyThreads) {
   EXPECT_EQ(d, 4.0);
 }
 
+// Independent references for the integer kernel (bit loops as the ISA's pseudo-code writes them).
+uint32_t ref_bfe_s32(uint32_t a, uint32_t pos, uint32_t len) {
+  pos &= 0xff;
+  len &= 0xff;
+  const uint32_t top = pos + len - 1 < 31 ? pos + len - 1 : 31;
+  const uint32_t sbit = len == 0 ? 0 : (a >> top) & 1u;
+  uint32_t d = 0;
+  for (uint32_t i = 0; i <= 31; ++i) {
+    const uint32_t bit = (i < len && pos + i <= 31) ? (a >> (pos + i)) & 1u : sbit;
+    d |= bit << i;
+  }
+  return d;
+}
+uint32_t ref_bfi(uint32_t a, uint32_t b, uint32_t pos, uint32_t len) {
+  for (uint32_t i = 0; i < len && pos + i <= 31; ++i)
+    b = (b & ~(1u << (pos + i))) | (((a >> i) & 1u) << (pos + i));
+  return b;
+}
+uint32_t ref_fns(uint32_t mask, uint32_t base, int offset) {
+  if (offset == 0) return ((mask >> base) & 1u) != 0 ? base : 0xffffffffu;
+  int count = (offset < 0 ? -offset : offset) - 1;
+  for (int pos = static_cast<int>(base); pos >= 0 && pos<32; pos += offset> 0 ? 1 : -1) {
+    if (((mask >> pos) & 1u) != 0) {
+      if (count == 0) return static_cast<uint32_t>(pos);
+      --count;
+    }
+  }
+  return 0xffffffffu;
+}
+bool nan32(uint32_t x) { return (x & 0x7fffffffu) > 0x7f800000u; }
+// min.NaN.f32 / max.f32 (PTX: one NaN gives the other operand; canonical NaN; -0 < +0).
+uint32_t ref_min_nan(uint32_t a, uint32_t b) {
+  if (nan32(a) || nan32(b)) return 0x7fffffffu;
+  const float x = std::bit_cast<float>(a), y = std::bit_cast<float>(b);
+  if (x == y) return (a >> 31) != 0 ? a : b;
+  return x < y ? a : b;
+}
+uint32_t ref_max(uint32_t a, uint32_t b) {
+  if (nan32(a) && nan32(b)) return 0x7fffffffu;
+  if (nan32(a)) return b;
+  if (nan32(b)) return a;
+  const float x = std::bit_cast<float>(a), y = std::bit_cast<float>(b);
+  if (x == y) return (a >> 31) == 0 ? a : b;
+  return x > y ? a : b;
+}
+
+TEST(PtxOpsE2E, IntegerAndBitOperations) {
+  std::vector<uint32_t> in = {
+      7, 0,           0x80000000u, 0xffffffffu, 0xfffffff9u, 0,           100, 7, 0xffffff9cu,
+      7, 0x7fc00000u, 0x3f800000u, 0x7fc00000u, 0x7fc00001u, 0x80000000u, 0,   0, 0x80000000u};
+  uint32_t x = 12345;
+  while (in.size() < 64) {
+    x = x * 1103515245u + 12345u;
+    in.push_back(x ^ (x >> 7));
+  }
+  std::vector<uint32_t> out(32 * 20, 0xdeadbeefu);
+  run("integer", 32, {in.data(), out.data()});
+  for (uint32_t t = 0; t < 32; ++t) {
+    const uint32_t a = in[2 * t], b = in[2 * t + 1];
+    const int32_t sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
+    const uint32_t* o = out.data() + t * 20;
+    SCOPED_TRACE("t " + std::to_string(t) + " a " + std::to_string(a) + " b " + std::to_string(b));
+    EXPECT_EQ(o[0], static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32));
+    EXPECT_EQ(o[1], static_cast<uint32_t>((static_cast<int64_t>(sa) * sb) >> 32));
+    const int64_t a24 = static_cast<int32_t>(a << 8) >> 8, b24 = static_cast<int32_t>(b << 8) >> 8;
+    EXPECT_EQ(o[2], static_cast<uint32_t>(a24 * b24));
+    EXPECT_EQ(o[3], b == 0 ? 0xffffffffu : a / b);
+    EXPECT_EQ(o[4], b == 0 ? a : a % b);
+    const int32_t q = sb == 0                         ? (sa < 0 ? 1 : -1)
+                      : (sa == INT32_MIN && sb == -1) ? INT32_MIN
+                                                      : sa / sb;
+    const int32_t r = sb == 0 ? sa : sb == -1 ? 0 : sa % sb;
+    EXPECT_EQ(o[5], static_cast<uint32_t>(q));
+    EXPECT_EQ(o[6], static_cast<uint32_t>(r));
+    uint32_t rev = 0;
+    for (int i = 0; i < 32; ++i) rev |= ((a >> i) & 1u) << (31 - i);
+    EXPECT_EQ(o[7], rev ^ (static_cast<uint32_t>(a == 0 ? 32 : __builtin_clz(a)) << 8) ^
+                        static_cast<uint32_t>(__builtin_popcount(b)));
+    int32_t dp = 7;
+    for (int i = 0; i < 4; ++i)
+      dp += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
+    EXPECT_EQ(o[8], static_cast<uint32_t>(dp));
+    const uint32_t dp2 = 3u + (a & 0xffffu) * ((b >> 16) & 0xffu) + (a >> 16) * (b >> 24);
+    EXPECT_EQ(o[9], dp2);
+    EXPECT_EQ(o[10], ref_fns(a, b & 31u, static_cast<int>(t % 5) - 2));
+    const uint32_t n = t * 3 > 32 ? 32 : t * 3;
+    EXPECT_EQ(o[11], static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> n));
+    EXPECT_EQ(o[12], ref_bfe_s32(a, b & 0xffu, (b >> 8) & 0xffu));
+    EXPECT_EQ(o[13], ref_bfi(a, b, t, 7));
+    const uint32_t inv = sa < 0 ? ~a : a;
+    EXPECT_EQ(o[14], inv == 0 ? 0xffffffffu : 31u - static_cast<uint32_t>(__builtin_clz(inv)));
+    static const int ecl[4][4] = {{0, 1, 2, 3}, {1, 1, 2, 3}, {2, 2, 2, 3}, {3, 3, 3, 3}};
+    uint32_t pe = 0;
+    for (int i = 0; i < 4; ++i) pe |= ((a >> (8 * ecl[t & 3][i])) & 0xffu) << (8 * i);
+    EXPECT_EQ(o[15], pe);
+    const uint32_t c = t * 0x01010101u;
+    EXPECT_EQ(o[16], (a & b) | (a & c) | (b & c));
+    EXPECT_EQ(o[17], (a > b ? a - b : b - a) + t);
+    EXPECT_EQ(o[18], ref_min_nan(a, b));
+    EXPECT_EQ(o[19], ref_max(a, b));
+  }
+}
+
 }  // namespace

@@ -48,3 +48,61 @@ extern "C" __global__ void atomics(unsigned* u, float* f, __half2* h, int* s, do
   atomicExch(&u[4], 77u);
   atomicAdd(&d[0], 0.125);
 }
+
+__device__ unsigned bfe_s32(unsigned a, unsigned p, unsigned l) {
+  int d;
+  asm("bfe.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(p), "r"(l));
+  return static_cast<unsigned>(d);
+}
+__device__ unsigned bfi_b32(unsigned a, unsigned b, unsigned p, unsigned l) {
+  unsigned d;
+  asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(d) : "r"(a), "r"(b), "r"(p), "r"(l));
+  return d;
+}
+__device__ unsigned bfind_s32(unsigned a) {
+  unsigned d;
+  asm("bfind.s32 %0, %1;" : "=r"(d) : "r"(a));
+  return d;
+}
+__device__ unsigned prmt_ecl(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("prmt.b32.ecl %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ unsigned lop3_e8(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xe8;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ float min_nan(float a, float b) {
+  float d;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+extern "C" __global__ void integer(const unsigned* in, unsigned* out) {
+  const unsigned t = threadIdx.x;
+  const unsigned a = in[2 * t], b = in[2 * t + 1];
+  const int sa = static_cast<int>(a), sb = static_cast<int>(b);
+  unsigned* o = out + t * 20;
+  o[0] = __umulhi(a, b);
+  o[1] = static_cast<unsigned>(__mulhi(sa, sb));
+  o[2] = static_cast<unsigned>(__mul24(sa, sb));
+  o[3] = a / b;
+  o[4] = a % b;
+  o[5] = static_cast<unsigned>(sa / sb);
+  o[6] = static_cast<unsigned>(sa % sb);
+  o[7] = __brev(a) ^ (static_cast<unsigned>(__clz(sa)) << 8) ^ static_cast<unsigned>(__popc(b));
+  o[8] = static_cast<unsigned>(__dp4a(sa, sb, 7));
+  o[9] = static_cast<unsigned>(__dp2a_hi(a, b, 3u));
+  o[10] = __fns(a, b & 31u, static_cast<int>(t % 5) - 2);
+  o[11] = __funnelshift_rc(a, b, t * 3);
+  o[12] = bfe_s32(a, b & 0xffu, (b >> 8) & 0xffu);
+  o[13] = bfi_b32(a, b, t, 7);
+  o[14] = bfind_s32(a);
+  o[15] = prmt_ecl(a, b, t);
+  o[16] = lop3_e8(a, b, t * 0x01010101u);
+  o[17] = __usad(a, b, t);
+  o[18] = __float_as_uint(min_nan(__uint_as_float(a), __uint_as_float(b)));
+  o[19] = __float_as_uint(fmaxf(__uint_as_float(a), __uint_as_float(b)));
+}
