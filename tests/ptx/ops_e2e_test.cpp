@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -58,38 +59,55 @@ Module* module() {
     const auto emitted = cudamux::ptx::emit_cpp(*parsed);
     for (const auto& u : emitted.unsupported) r->error += u.message + "\n";
     if (!r->error.empty()) return r;
-    char dir[] = "/tmp/cudamux_ops_e2e_XXXXXX";
-    if (mkdtemp(dir) == nullptr) {
-      r->error = "mkdtemp";
+    // Built once per content: ctest runs each case in its own process, and they share the
+    // module through a file named by the hash of the source and the command.
+    const std::string flags = std::string(" -std=c++17 -O1 -march=native -fPIC -shared") +
+                              " -fno-gnu-unique -ffp-contract=off -fno-math-errno -w" +
+                              " -include cudamux/prelude.h -I" + CUDAMUX_DEVICE_INCLUDE + " -I" +
+                              CUDAMUX_DEVICE_ABI_INCLUDE;
+    const std::string libs = std::string(" -L") + CUDAMUX_DEVICE_LIB_DIR +
+                             " -lcudamux-device -Wl,-rpath," + CUDAMUX_DEVICE_LIB_DIR;
+    // The key covers the headers too: a changed ptx_ops.h must rebuild.
+    std::string headers;
+    for (const char* h : {"/cudamux/ptx_ops.h", "/cudamux/prelude.h"}) {
+      std::ifstream hf(std::string(CUDAMUX_DEVICE_INCLUDE) + h);
+      headers.append(std::istreambuf_iterator<char>(hf), {});
+    }
+    const std::string key = std::to_string(
+        std::hash<std::string>{}(emitted.source + headers + flags + libs + CUDAMUX_TEST_CXX));
+    const std::string so = std::string(CUDAMUX_OPS_E2E_CACHE) + "/ops_e2e_" + key + ".so";
+    if (access(so.c_str(), R_OK) != 0) {
+      char dir[] = "/tmp/cudamux_ops_e2e_XXXXXX";
+      if (mkdtemp(dir) == nullptr) {
+        r->error = "mkdtemp";
+        return r;
+      }
+      const std::string src = std::string(dir) + "/m.cpp", tmp = std::string(dir) + "/m.so",
+                        log = std::string(dir) + "/log";
+      std::ofstream(src) << emitted.source;
+      // As the mock compiles modules, with fused multiply-adds off so that the plain f32
+      // operations of the kernels have one reference.
+      const std::string cmd = std::string(CUDAMUX_TEST_CXX) + flags + " " + src + " -o " + tmp +
+                              libs + " > " + log + " 2>&1";
+      if (std::system(cmd.c_str()) != 0) {
+        std::ifstream l(log);
+        r->error.assign(std::istreambuf_iterator<char>(l), {});
+      } else if (std::rename(tmp.c_str(), so.c_str()) != 0) {  // atomic: concurrent runs
+        r->error = "cannot store " + so;
+      }
+      std::remove(src.c_str());
+      std::remove(tmp.c_str());
+      std::remove(log.c_str());
+      rmdir(dir);
+      if (!r->error.empty()) return r;
+    }
+    r->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (r->handle == nullptr) {
+      r->error = dlerror();
       return r;
     }
-    const std::string src = std::string(dir) + "/m.cpp", so = std::string(dir) + "/m.so",
-                      log = std::string(dir) + "/log";
-    std::ofstream(src) << emitted.source;
-    // As the mock compiles modules, with fused multiply-adds off so that the plain f32
-    // operations of the kernel have one reference.
-    const std::string cmd = std::string(CUDAMUX_TEST_CXX) +
-                            " -std=c++17 -O1 -march=native -fPIC -shared -fno-gnu-unique"
-                            " -ffp-contract=off -fno-math-errno -w -include cudamux/prelude.h -I" +
-                            CUDAMUX_DEVICE_INCLUDE + " -I" + CUDAMUX_DEVICE_ABI_INCLUDE + " " +
-                            src + " -o " + so + " -L" + CUDAMUX_DEVICE_LIB_DIR +
-                            " -lcudamux-device -Wl,-rpath," + CUDAMUX_DEVICE_LIB_DIR + " > " + log +
-                            " 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream l(log);
-      r->error.assign(std::istreambuf_iterator<char>(l), {});
-    } else {
-      r->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (r->handle == nullptr) r->error = dlerror();
-      auto fn = r->handle != nullptr
-                    ? reinterpret_cast<cudamux_module_fn>(dlsym(r->handle, CUDAMUX_MODULE_SYMBOL))
-                    : nullptr;
-      if (fn != nullptr) r->desc = fn();
-    }
-    std::remove(src.c_str());
-    std::remove(so.c_str());
-    std::remove(log.c_str());
-    rmdir(dir);
+    auto fn = reinterpret_cast<cudamux_module_fn>(dlsym(r->handle, CUDAMUX_MODULE_SYMBOL));
+    if (fn != nullptr) r->desc = fn();
     return r;
   }();
   return m.get();
@@ -341,6 +359,78 @@ TEST(PtxOpsE2E, IntegerAndBitOperations) {
     EXPECT_EQ(o[17], (a > b ? a - b : b - a) + t);
     EXPECT_EQ(o[18], ref_min_nan(a, b));
     EXPECT_EQ(o[19], ref_max(a, b));
+  }
+}
+
+uint16_t ref_bf16(float f) {  // round to nearest even on the bits
+  const uint32_t b = std::bit_cast<uint32_t>(f);
+  if (nan32(b)) return 0x7fff;
+  uint32_t upper = b >> 16;
+  const uint32_t lower = b & 0xffffu;
+  if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u) != 0)) ++upper;
+  return static_cast<uint16_t>(upper);
+}
+float bf16_value(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+bool near(float got, double want, double rel, double abs) {
+  if (std::isinf(static_cast<float>(want))) want = static_cast<float>(want);  // f32 overflow
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= rel * std::fabs(want) + abs;
+}
+
+TEST(PtxOpsE2E, FloatFunctionsAndConversions) {
+  const std::vector<float> in = {
+      1.0f, 2.0f,   0.5f,   -1.5f,           3.0f,     0.1f,  1e-40f, -0.0f, 10.0f,
+      0.7f, 100.0f, -3.25f, 1.0f + 0x1p-11f, 65504.0f, 1e30f, NAN};
+  const unsigned n = static_cast<unsigned>(in.size());
+  std::vector<uint32_t> out(n * 14, 0xdeadbeefu);
+  run("floats", n, {in.data(), out.data()});
+  for (unsigned t = 0; t < n; ++t) {
+    const float x = in[t];
+    const uint32_t* o = out.data() + t * 14;
+    auto f = [&](int i) { return std::bit_cast<float>(o[i]); };
+    SCOPED_TRACE("x = " + std::to_string(x));
+    volatile float vx = x;
+    const float rcp = 1.0f / vx;
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(f(0)));
+    } else {
+      EXPECT_EQ(o[0], std::bit_cast<uint32_t>(rcp));
+    }
+    EXPECT_TRUE(near(f(1), std::exp(static_cast<double>(x)), 2e-6, 0)) << f(1);  // ex2.approx
+    if (std::fabs(x) < 6.2f) {
+      EXPECT_TRUE(near(f(2), std::sin(static_cast<double>(x)), 0, 0x1p-20)) << f(2);
+    }
+    EXPECT_TRUE(near(f(3), static_cast<double>(x) / 3.0, 3e-7, 0x1p-148)) << f(3);  // div.approx
+    EXPECT_TRUE(near(f(4), std::tanh(static_cast<double>(x)), 0x1p-10, 1e-30))
+        << f(4);  // tanh.approx
+    std::fesetround(FE_TOWARDZERO);
+    volatile double q = static_cast<double>(x) / 3.0;
+    volatile float qz = static_cast<float>(q);
+    std::fesetround(FE_TONEAREST);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(f(5)));
+    } else {
+      EXPECT_EQ(o[5], std::bit_cast<uint32_t>(static_cast<float>(qz)));
+    }
+    EXPECT_EQ(o[6], 0x5f7fffffu);  // just below 2^64, rounded down
+    EXPECT_EQ(o[7], std::isnormal(x) ? 1u : 0u);
+    EXPECT_EQ(o[8], ref_bf16(x));
+    const double h = bf16_value(ref_bf16(x));
+    EXPECT_EQ(o[9], ref_bf16(static_cast<float>(h * h - 1.0)));
+    EXPECT_EQ(f(10), std::isnan(x) ? 0.0f : x < 0 ? 0.0f : x > 1 ? 1.0f : x);
+    EXPECT_EQ(std::bit_cast<uint32_t>(f(10)) >> 31, 0u);  // -0 saturates to +0
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(f(11)));
+    } else {
+      EXPECT_EQ(f(11), std::nearbyint(x));
+    }
+    auto half = [](float v) -> uint32_t {
+      return std::isnan(v) ? 0x7fffu : std::bit_cast<uint16_t>(static_cast<_Float16>(v));
+    };
+    EXPECT_EQ(o[12], half(x) | (half(-x) << 16));
+    EXPECT_TRUE(near(f(13), std::log2(static_cast<double>(x)), 2e-7, 0x1p-22))
+        << f(13);  // lg2.approx
   }
 }
 

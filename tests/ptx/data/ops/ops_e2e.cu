@@ -106,3 +106,35 @@ extern "C" __global__ void integer(const unsigned* in, unsigned* out) {
   o[18] = __float_as_uint(min_nan(__uint_as_float(a), __uint_as_float(b)));
   o[19] = __float_as_uint(fmaxf(__uint_as_float(a), __uint_as_float(b)));
 }
+
+#include <cuda_bf16.h>
+__device__ float tanh_approx(float a) {
+  float d;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(d) : "f"(a));
+  return d;
+}
+__device__ unsigned testp_normal(float a) {
+  unsigned d;
+  asm("{ .reg .pred p; testp.normal.f32 p, %1; selp.u32 %0, 1, 0, p; }" : "=r"(d) : "f"(a));
+  return d;
+}
+
+extern "C" __global__ void floats(const float* in, unsigned* out) {
+  const unsigned t = threadIdx.x;
+  const float x = in[t];
+  unsigned* o = out + t * 14;
+  o[0] = __float_as_uint(__frcp_rn(x));
+  o[1] = __float_as_uint(__expf(x));
+  o[2] = __float_as_uint(__sinf(x));
+  o[3] = __float_as_uint(__fdividef(x, 3.0f));
+  o[4] = __float_as_uint(tanh_approx(x));
+  o[5] = __float_as_uint(__double2float_rz(static_cast<double>(x) / 3.0));
+  o[6] = __float_as_uint(__ull2float_rd(0xffffffffffffffffull - t));
+  o[7] = testp_normal(x);
+  o[8] = __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  o[9] = __bfloat16_as_ushort(__hfma(__float2bfloat16_rn(x), __float2bfloat16_rn(x), __float2bfloat16_rn(-1.0f)));
+  o[10] = __float_as_uint(__saturatef(x));
+  o[11] = __float_as_uint(rintf(x));
+  o[12] = *reinterpret_cast<const unsigned*>(&static_cast<const __half2&>(__floats2half2_rn(x, -x)));
+  o[13] = __float_as_uint(__log2f(x));
+}
