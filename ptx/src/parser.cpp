@@ -411,6 +411,8 @@ class Parser {
       case Tok::string:
         return "string \"" + std::string(t.text) + "\"";
       case Tok::error:
+        if (t.text == "\"") return "unterminated string";
+        if (t.text == "/*") return "unterminated comment";
         return "invalid character '" + std::string(t.text) + "'";
       default:
         return "'" + std::string(t.text) + "'";
@@ -1189,7 +1191,7 @@ class Parser {
     decode_opcode(ot, in);
     if (in.op == Opcode::call) {
       call_operands(in);
-    } else if (!is_punct(';')) {
+    } else if (!is_punct(';') && !is_punct('}') && peek().kind != Tok::end) {
       do {
         in.operands.push_back(operand(in, 0));
         if (in.operands.size() == 1 && accept('|')) {  // setp %p|%q, shfl %r|%p ...
@@ -1376,6 +1378,10 @@ class Parser {
       if (accept(',')) {
         // [tex, {coords}] / [tex, sampler, {coords}]: the base stays in elems[0].
         o.elems.push_back(b);
+        o.base_is_reg = false;
+        o.reg = 0;
+        o.sym = {};
+        o.bits = 0;
         do o.elems.push_back(operand(in, depth + 1));
         while (accept(','));
         expect(']');

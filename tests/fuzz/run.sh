@@ -3,7 +3,8 @@
 #   tests/fuzz/run.sh smoke [build-dir]       replay the committed corpus, then fuzz 45 s (CI)
 #   tests/fuzz/run.sh long  [build-dir] [N]   fuzz until N executions (default 1,000,000)
 # Smoke mode then runs the fat binary parser fuzzer the same way (tests/fuzz/corpus-fatbin,
-# 20 s: CUDAMUX_FATBIN_FUZZ_SECONDS) when target cudamux_fatbin_fuzzer was built.
+# 20 s: CUDAMUX_FATBIN_FUZZ_SECONDS) when target cudamux_fatbin_fuzzer was built, and the PTX
+# front end fuzzer (tests/fuzz/corpus-ptx, 20 s: CUDAMUX_PTX_FUZZ_SECONDS) likewise.
 # New inputs go to a scratch corpus under the build dir; the committed corpus
 # (tests/fuzz/corpus: seeds and regressions) is only read.
 set -euo pipefail
@@ -39,6 +40,17 @@ case "$mode" in
         "$build/corpus-fatbin-$mode" "$here/corpus-fatbin"
     else
       echo "fuzz: no $fatbin (build target cudamux_fatbin_fuzzer): fat binary fuzzer skipped" >&2
+    fi
+    ptx="$build/cudamux_ptx_fuzzer"
+    if [[ -x "$ptx" ]]; then
+      # PTX seeds are nvcc output of 1-5 KB.
+      px_common=("${common[@]/#-max_len=4096/-max_len=16384}")
+      mkdir -p "$build/corpus-ptx-$mode"
+      "$ptx" "${px_common[@]}" -runs=0 "$here/corpus-ptx"
+      "$ptx" "${px_common[@]}" -max_total_time="${CUDAMUX_PTX_FUZZ_SECONDS:-20}" \
+        "$build/corpus-ptx-$mode" "$here/corpus-ptx"
+    else
+      echo "fuzz: no $ptx (build target cudamux_ptx_fuzzer): PTX fuzzer skipped" >&2
     fi ;;
   long)
     "$fuzzer" "${common[@]}" -runs="${3:-1000000}" "$scratch" "$here/corpus" ;;

@@ -376,6 +376,25 @@ TEST(PtxOpsFloat, F64AllModesMatchTheHostFpu) {
       1000);
 }
 
+// bf16 nearest-even rounding of a double whose result is a normal bf16 (false otherwise).
+bool ref_bf16_normal(double v, uint16_t& out) {
+  const uint64_t u = b64(v);
+  int e = static_cast<int>((u >> 52) & 0x7ff) - 1023;
+  if (e < -126 || e > 127 || std::isnan(v)) return false;
+  const uint64_t m = (u & ((1ull << 52) - 1)) | (1ull << 52);
+  uint64_t r = m >> 45;
+  const uint64_t rem = m & ((1ull << 45) - 1), half = 1ull << 44;
+  if (rem > half || (rem == half && (r & 1) != 0)) ++r;
+  if (r == 256) {
+    r = 128;
+    ++e;
+  }
+  if (e > 127) return false;
+  out = static_cast<uint16_t>(((u >> 48) & 0x8000u) | (static_cast<uint64_t>(e + 127) << 7) |
+                              (r & 127));
+  return true;
+}
+
 TEST(PtxOpsFloat, HalfArithmeticIsCorrectlyRounded) {
   // add and mul of two f16 values are exact in double: round that with the host (any mode).
   std::mt19937 rng(3);
@@ -404,6 +423,28 @@ TEST(PtxOpsFloat, HalfArithmeticIsCorrectlyRounded) {
           ASSERT_EQ(got[op][m], h16(r)) << std::hex << a << " " << b << " op " << op << " m " << m;
         }
       }
+    }
+  }
+  // Division and subtraction (round to nearest): a double quotient rounded to f16 is correctly
+  // rounded (53 >= 2 * 11 + 2), and so is the exact double difference.
+  for (int i = 0; i < 20000; ++i) {
+    const uint16_t a = static_cast<uint16_t>(rng()), b = static_cast<uint16_t>(rng());
+    if ((a & 0x7fff) > 0x7c00 || (b & 0x7fff) > 0x7c00) continue;
+    const double x = f16_to_f32(a), y = f16_to_f32(b);
+    const uint16_t q = fdiv<F16, RN, 0>(a, b), d = fsub<F16, NONE, 0>(a, b);
+    const uint16_t bq = fdiv<BF16, RN, 0>(a, b);
+    if (std::isnan(x / y)) {
+      ASSERT_EQ(q, 0x7fff);
+    } else {
+      ASSERT_EQ(q, h16(static_cast<_Float16>(x / y))) << std::hex << a << " " << b;
+    }
+    if (x - y != 0) {
+      ASSERT_EQ(d, h16(static_cast<_Float16>(x - y))) << std::hex << a << " " << b;
+    }
+    const double bx = bf16_to_f32(a), by = bf16_to_f32(b);
+    uint16_t want = 0;
+    if (ref_bf16_normal(bx / by, want)) {
+      ASSERT_EQ(bq, want) << std::hex << a << " " << b;
     }
   }
   EXPECT_EQ((fadd<F16, RN, 0>(0x7bff, 0x7bff)), 0x7c00);  // overflow
@@ -844,6 +885,23 @@ void block_loop(const void* p, unsigned start) {
   }
 }
 template <class Fn>
+int run_block_rc(unsigned n, Fn& fn, std::string* message) {
+  BlockRun r{[](unsigned t, void* u) { (*static_cast<Fn*>(u))(t); }, &fn};
+  volatile int abort_flag = 0;
+  cudamux_launch l{};
+  l.loop = &block_loop;
+  l.args = &r;
+  l.grid = cudamux_u3{1, 1, 1};
+  l.block = cudamux_u3{n, 1, 1};
+  l.abort = &abort_flag;
+  l.kernel_fn = reinterpret_cast<const void*>(&block_loop);
+  l.args_size = sizeof r;
+  char msg[512] = {};
+  const int rc = cudamux_run_block(&l, cudamux_u3{0, 0, 0}, nullptr, msg, sizeof msg);
+  *message = msg;
+  return rc;
+}
+template <class Fn>
 void run_block(unsigned n, Fn& fn) {
   BlockRun r{[](unsigned t, void* u) { (*static_cast<Fn*>(u))(t); }, &fn};
   volatile int abort_flag = 0;
@@ -898,7 +956,8 @@ TEST(PtxOpsWarp, ShflModesFollowTheIsaPseudoCode) {
 
 TEST(PtxOpsWarp, VotesMatchReduxAndSpecialRegisters) {
   std::vector<u32> ballot(64), any(64), all(64), uni(64), uni2(64), many(64), mall(64), mpred(64),
-      sum(64), mn(64), mx(64), orr(64), lane(64), warp(64), le(64), gt(64), act(64);
+      sum(64), mn(64), mx(64), orr(64), lane(64), warp(64), le(64), gt(64), act(64), eq(64), lt(64),
+      ge(64), andr(64), xorr(64);
   auto body = [&](unsigned t) {
     ballot[t] = vote_ballot(t % 2 == 0, 0xffffffffu);
     any[t] = vote_any(t == 40, 0xffffffffu);
@@ -918,6 +977,11 @@ TEST(PtxOpsWarp, VotesMatchReduxAndSpecialRegisters) {
     le[t] = lanemask(1);
     gt[t] = lanemask(4);
     act[t] = activemask();
+    eq[t] = lanemask(0);
+    lt[t] = lanemask(2);
+    ge[t] = lanemask(3);
+    andr[t] = redux<5, u32>(t, 0xffffffffu);
+    xorr[t] = redux<7, u32>(t, 0xffffffffu);
     bar_warp_sync(0xffffffffu);
   };
   run_block(64, body);
@@ -943,6 +1007,11 @@ TEST(PtxOpsWarp, VotesMatchReduxAndSpecialRegisters) {
     EXPECT_EQ(le[t], l == 31 ? 0xffffffffu : (2u << l) - 1);
     EXPECT_EQ(gt[t], l == 31 ? 0u : ~((2u << l) - 1));
     EXPECT_EQ(act[t], 0xffffffffu);
+    EXPECT_EQ(eq[t], 1u << l);
+    EXPECT_EQ(lt[t], (1u << l) - 1);
+    EXPECT_EQ(ge[t], ~((1u << l) - 1));
+    EXPECT_EQ(andr[t], t < 32 ? 0u : 32u);  // every value of warp 1 has bit 5 set
+    EXPECT_EQ(xorr[t], 0u);                 // 0..31 and 32..63 both xor to 0
   }
   EXPECT_EQ(nwarpid() > 1, true);
   EXPECT_LT(smid(), nsmid());
@@ -970,6 +1039,23 @@ TEST(PtxOpsBarrier, ReductionsAcrossTheBlock) {
     EXPECT_EQ(and2[t], 0u);
     EXPECT_EQ(or_[t], 1u);
   }
+}
+
+TEST(PtxOpsRuntime, AssertfailAndTrapEndTheLaunch) {
+  std::string msg;
+  auto asserting = [](unsigned t) {
+    if (t == 3) assertfail("x > 0", "kernel.cu", 12, "void k(int)");
+  };
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run_block_rc(8, asserting, &msg), 710);  // CUDA_ERROR_ASSERT
+  testing::internal::GetCapturedStderr();
+  EXPECT_NE(msg.find("kernel.cu:12"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("thread: [3,0,0]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Assertion `x > 0` failed"), std::string::npos) << msg;
+  auto trapping = [](unsigned t) {
+    if (t == 1) trap("brx.idx: index out of range");
+  };
+  EXPECT_EQ(run_block_rc(4, trapping, &msg), 719);  // CUDA_ERROR_LAUNCH_FAILED
 }
 
 }  // namespace

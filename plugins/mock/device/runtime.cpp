@@ -272,7 +272,11 @@ void release_warp(Worker& w, unsigned warp) {
     const int width = (r->width <= 0 || r->width > 32) ? 32 : r->width;
     const unsigned base = l & ~static_cast<unsigned>(width - 1);
     auto value_of = [&](int src) -> unsigned long long {
-      if (src < 0 || static_cast<unsigned>(src) >= count || lanes[src] == nullptr) return r->value;
+      if (src < 0 || static_cast<unsigned>(src) >= count) return r->value;
+      // A source lane outside the member mask, or not taking part: PTX leaves the value
+      // undefined; GPUs read zero there, and code such as NVIDIA's reduction sample (a
+      // shuffle reduction over the first lanes only) relies on it.
+      if (lanes[src] == nullptr || ((r->mask >> src) & 1u) == 0) return 0;
       return lanes[src]->value;
     };
     switch (r->op) {

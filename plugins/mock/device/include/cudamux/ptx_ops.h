@@ -35,7 +35,8 @@ enum ty : int {
 // conversions is illegal without a mode in PTX, the emitter passes the written one).
 enum rnd : int { NONE, RN, RZ, RM, RP, RNA, RS, RNI, RZI, RMI, RPI };
 // Flags (bit set) for template arguments.
-enum flag : int { FTZ = 1, SAT = 2, RELU = 4, NANF = 8, APPROX = 16, FULL = 32, XORSIGN = 64, ABSF = 128 };
+enum flag : int { FTZ = 1, SAT = 2, RELU = 4, NANF = 8, APPROX = 16, FULL = 32, XORSIGN = 64, ABSF = 128,
+  SATFINITE = 256 /* added: cvt's .satfinite */ };
 
 template <int T> struct storage;  // storage<F32>::type == float, storage<F16>::type == u16 ...
 
@@ -175,9 +176,6 @@ void trap(const char* why);
 
 namespace cudamux::ptx {
 
-// Added to the flag set: cvt's .satfinite (finite results saturate to the largest finite
-// value instead of becoming infinite; NaN stays NaN).
-enum : int { SATFINITE = 256 };
 
 template <>
 struct storage<B8> {
@@ -356,6 +354,9 @@ CUDAMUX_PTX_INLINE int msb128(u128 v) {
 // the largest finite value under SATFINITE (NaN for a format without infinity otherwise).
 template <class F, int R>
 inline u64 round_bits(bool neg, int exp, u128 mant, bool satfinite) {
+  if constexpr (R == NONE || R == RS) {  // .rs (stochastic) is not modelled: nearest even
+    return round_bits<F, RN>(neg, exp, mant, satfinite);
+  }
   constexpr int M = F::m;
   constexpr int EMIN = 1 - F::bias;
   const u64 sign = static_cast<u64>(neg) << (F::e + M);
@@ -479,6 +480,30 @@ CUDAMUX_PTX_INLINE float h2f(u16 h) {
   return as_f32(sign | ((e + 112) << 23) | (f << 13));
 }
 CUDAMUX_PTX_INLINE float b2f(u16 h) { return as_f32(static_cast<u32>(h) << 16); }
+// f32 -> f16 and bf16, round to nearest even, by bit manipulation (the hot path of f16
+// arithmetic). NaN gives the canonical NaN.
+CUDAMUX_PTX_INLINE u16 f2h_rn(float f) {
+  u32 x = bits32(f);
+  const u32 sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  u32 o;
+  if (x >= 0x47800000u) {  // 2^16 and above: infinity (rounding carries there), NaN
+    o = x > 0x7f800000u ? 0x7fffu : 0x7c00u;
+  } else if (x < 0x38800000u) {  // below 2^-14: the hardware rounds at the subnormal lsb
+    const float magic = 0.5f;    // 2^-1: its ulp is f16's smallest subnormal, 2^-24
+    o = bits32(opaque(as_f32(x) + magic)) - bits32(magic);
+  } else {
+    const u32 odd = (x >> 13) & 1u;
+    x += (static_cast<u32>(15 - 127) << 23) + 0xfffu + odd;
+    o = x >> 13;
+  }
+  return static_cast<u16>(o | sign);
+}
+CUDAMUX_PTX_INLINE u16 f2b_rn(float f) {
+  const u32 u = bits32(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return kNaN16;
+  return static_cast<u16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // carries into the exponent
+}
 
 template <int T>
 struct fmt_of;
@@ -665,6 +690,22 @@ CUDAMUX_PTX_INLINE typename storage<T>::type in(typename storage<T>::type x) {
     return x;
 }
 
+// f16/bf16 results computed in f32 and rounded once more: exact for + - * / (f32 has more
+// than 2p + 2 bits, so the double rounding is innocuous).
+template <int T>
+CUDAMUX_PTX_INLINE u16 half_of(float f) {
+  if constexpr (T == F16)
+    return f2h_rn(f);
+  else
+    return f2b_rn(f);
+}
+template <int T>
+CUDAMUX_PTX_INLINE float hval(u16 h) {
+  if constexpr (T == F16)
+    return h2f(h);
+  else
+    return b2f(h);
+}
 // Packed f16x2/bf16x2: apply a scalar operation to each half.
 template <class Op>
 CUDAMUX_PTX_INLINE u32 per_half(u32 a, u32 b, u32 c, Op op) {
@@ -1041,15 +1082,9 @@ u32 cvt_f8x2_to_f16x2(u16 a) {
 }
 
 inline float f16_to_f32(u16 h) { return detail::h2f(h); }
-inline u16 f32_to_f16_rn(float f) {
-  return static_cast<u16>(detail::from_double<detail::fmt_f16, RN>(f, false));
-}
+inline u16 f32_to_f16_rn(float f) { return detail::f2h_rn(f); }
 inline float bf16_to_f32(u16 h) { return detail::b2f(h); }
-inline u16 f32_to_bf16_rn(float f) {
-  const u32 u = detail::bits32(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return detail::kNaN16;
-  return static_cast<u16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // carries into the exponent
-}
+inline u16 f32_to_bf16_rn(float f) { return detail::f2b_rn(f); }
 
 // ---- float arithmetic ----
 template <int T, int R, int Flags>
@@ -1071,6 +1106,10 @@ typename storage<T>::type fadd(typename storage<T>::type a, typename storage<T>:
       r = nadd<F32, R>(a, b);
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x + y)));
+    }
     return finish<T, Flags>(nadd<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
   }
 }
@@ -1098,6 +1137,10 @@ typename storage<T>::type fsub(typename storage<T>::type a, typename storage<T>:
       r = nadd<F32, R>(a, -static_cast<double>(b));
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x - y)));
+    }
     return finish<T, Flags>(nadd<T, R>(widen<T>(in<T, Flags>(a)), -widen<T>(in<T, Flags>(b))));
   }
 }
@@ -1120,6 +1163,10 @@ typename storage<T>::type fmul(typename storage<T>::type a, typename storage<T>:
       r = nmul<F32, R>(a, b);
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x * y)));
+    }
     return finish<T, Flags>(nmul<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
   }
 }
@@ -1175,6 +1222,10 @@ typename storage<T>::type fdiv(typename storage<T>::type a, typename storage<T>:
     }
     return finish<T, Flags>(r);
   } else {
+    if constexpr (R == NONE || R == RN) {
+      const float x = hval<T>(in<T, Flags>(a)), y = hval<T>(in<T, Flags>(b));
+      return finish<T, Flags>(half_of<T>(opaque(x / y)));
+    }
     return finish<T, Flags>(ndiv<T, R>(widen<T>(in<T, Flags>(a)), widen<T>(in<T, Flags>(b))));
   }
 }
