@@ -287,7 +287,6 @@ constexpr SpecialName kSpecials[] = {
     {"%reserved_smem_offset_begin", SpecialReg::reserved_smem_offset_begin, false},
     {"%reserved_smem_offset_end", SpecialReg::reserved_smem_offset_end, false},
     {"%reserved_smem_offset_cap", SpecialReg::reserved_smem_offset_cap, false},
-    {"%reserved_smem_offset_2", SpecialReg::reserved_smem_offset_2, false},
     {"%current_graph_exec", SpecialReg::current_graph_exec, false},
 };
 
@@ -323,6 +322,10 @@ std::optional<std::pair<SpecialReg, std::uint8_t>> special_from(std::string_view
   }
   if (!comp.empty()) return std::nullopt;
   unsigned n = 0;
+  // %reserved_smem_offset_<2>: registers _0 and _1 (the enum's reserved_smem_offset_2 is the
+  // pair; the component says which).
+  if (base.starts_with("%reserved_smem_offset_") && parse_uint(base.substr(22), 0, 1, n))
+    return std::pair{SpecialReg::reserved_smem_offset_2, static_cast<std::uint8_t>(n)};
   if (base.starts_with("%envreg") && parse_uint(base.substr(7), 0, 31, n))
     return std::pair{SpecialReg::envreg, static_cast<std::uint8_t>(n)};
   if (base.starts_with("%pm") && base.ends_with("_64") &&
@@ -634,7 +637,8 @@ class Parser {
     bool ptr = false;
     Space ptr_space = Space::generic;
     std::uint32_t ptr_align = 0;
-    bool opaque = false;  // .texref / .samplerref / .surfref
+    bool opaque = false;   // .texref / .samplerref / .surfref
+    bool managed = false;  // .attribute(.managed)
   };
   Attrs attributes(bool allow_ptr) {
     Attrs a;
@@ -661,6 +665,23 @@ class Parser {
         next();
         a.type = Type::b64;
         a.opaque = true;
+      } else if (d == "attribute") {
+        // .attribute(.managed) / .attribute(.unified(0x..., 0x...)): a parenthesised list.
+        next();
+        expect('(');
+        do {
+          const Token& at = peek();
+          if (at.kind != Tok::directive) unexpected(at, "an attribute");
+          next();
+          if (at.text == ".managed") a.managed = true;
+          if (accept('(')) {
+            while (!accept(')')) {
+              if (peek().kind == Tok::end || is_punct(';')) unexpected(peek(), "')'");
+              next();
+            }
+          }
+        } while (accept(','));
+        expect(')');
       } else if (allow_ptr && d == "ptr") {
         next();
         a.ptr = true;
@@ -706,6 +727,7 @@ class Parser {
       v.is_visible = l.vis;
       v.is_weak = l.weak;
       v.is_common = l.common;
+      v.is_managed = a.managed;
       v.dims = dims();
       if (accept('=')) initializer(v);
       if (in_function) {
@@ -815,7 +837,9 @@ class Parser {
     if (accept(')')) return out;
     do {
       const Token& t = peek();
-      if (!accept_dir("param") && !accept_dir("reg")) unexpected(t, "'.param'");
+      if (is_dir("reg"))  // the pre-PTX-2.0 register-passing ABI (nvcc never emits it)
+        fail(t, ".reg parameters are not supported (use .param)");
+      if (!accept_dir("param")) unexpected(t, "'.param'");
       Attrs a = attributes(true);
       Param p;
       p.loc = loc_of(peek());
@@ -928,7 +952,15 @@ class Parser {
   };
   std::vector<std::unordered_map<std::string, Entry>> scopes_;
   std::unordered_set<std::string> reg_names_;
-  std::unordered_map<std::string, std::uint32_t> labels_;
+  // Labels are scoped like declarations (inline asm repeats `{ L: ... bra L; }` blocks):
+  // per open block, its labels and the label-capable references not yet resolved.
+  struct LabelScope {
+    std::unordered_map<std::string, std::uint32_t> labels;
+    std::vector<std::uint32_t> refs;  // ids into pending_
+  };
+  std::vector<LabelScope> label_scopes_;
+  std::vector<std::string> label_names_;  // as written, by label index
+  std::unordered_set<std::string> label_unique_;
   std::uint32_t fidx_ = 0;
   std::uint32_t rename_counter_ = 0;
 
@@ -961,7 +993,9 @@ class Parser {
   void body() {
     scopes_.clear();
     reg_names_.clear();
-    labels_.clear();
+    label_scopes_.clear();
+    label_names_.clear();
+    label_unique_.clear();
     rename_counter_ = 0;
     scopes_.emplace_back();
     Function& f = fn();
@@ -981,12 +1015,33 @@ class Parser {
     expect('{');
     if (depth > kMaxDepth) fail(open, "blocks nested too deeply");
     scopes_.emplace_back();
+    label_scopes_.emplace_back();
     while (!is_punct('}')) {
       if (peek().kind == Tok::end) fail(open, "missing '}'");
       statement(depth);
     }
     next();
     scopes_.pop_back();
+    LabelScope ls = std::move(label_scopes_.back());
+    label_scopes_.pop_back();
+    for (auto id : ls.refs) {
+      Pending& p = pending_[id];
+      if (auto it = ls.labels.find(p.name); it != ls.labels.end()) {
+        p.label = {SymbolRef::Kind::label, it->second};
+      } else if (!label_scopes_.empty()) {
+        label_scopes_.back().refs.push_back(id);
+      } else {
+        // Leniency: a reference to a label inside a nested block resolves when that
+        // name labels exactly one place in the function.
+        std::uint32_t found = 0, count = 0;
+        for (std::uint32_t i = 0; i < label_names_.size(); ++i)
+          if (label_names_[i] == p.name) {
+            found = i;
+            ++count;
+          }
+        if (count == 1) p.label = {SymbolRef::Kind::label, found};
+      }
+    }
   }
 
   void statement(int depth) {
@@ -1067,11 +1122,17 @@ class Parser {
     const Token& t = next();
     next();  // ':'
     std::string name(t.text);
-    if (labels_.count(name)) fail(t, "redefinition of label '" + name + "'");
+    auto& scope_labels = label_scopes_.back().labels;
+    if (scope_labels.count(name)) fail(t, "redefinition of label '" + name + "'");
     Function& f = fn();
     auto index = static_cast<std::uint32_t>(f.labels.size());
-    labels_[name] = index;
-    f.labels.push_back({name, static_cast<std::uint32_t>(f.body.size())});
+    scope_labels[name] = index;
+    label_names_.push_back(name);
+    // Label names stay unique in Function::labels (a name reused in another block is renamed).
+    std::string unique = name;
+    while (label_unique_.count(unique)) unique = name + "$" + std::to_string(++rename_counter_);
+    label_unique_.insert(unique);
+    f.labels.push_back({std::move(unique), static_cast<std::uint32_t>(f.body.size())});
     if (accept_dir("callprototype")) {
       Function::Prototype p;
       p.label = index;
@@ -1183,6 +1244,8 @@ class Parser {
       const Entry* e = lookup(name);
       if (!e || !e->is_reg) fail(g, "undefined register " + name);
       in.guard_reg = e->reg;
+      if (fn().registers[e->reg].type != Type::pred)
+        fail(g, "guard " + name + " is not a predicate register");
     }
     const Token& ot = peek();
     if (ot.kind != Tok::ident) unexpected(ot, "an opcode");
@@ -1332,7 +1395,8 @@ class Parser {
           if (rt.kind != Tok::ident) unexpected(rt, "a predicate register");
           next();
           Operand o = name_operand(rt);
-          if (o.kind != Operand::Kind::reg) fail(rt, "'!' applies to a predicate register");
+          if (o.kind != Operand::Kind::reg || fn().registers[o.reg].type != Type::pred)
+            fail(rt, "'!' applies to a predicate register");
           o.negated = true;
           o.loc = loc_of(t);
           return o;
@@ -1407,25 +1471,26 @@ class Parser {
     std::string name;
     SourceLoc loc;
     bool in_function;
+    SymbolRef label;  // the label it names, once its block closed
   };
   std::vector<Pending> pending_;
   std::vector<std::pair<std::size_t, Operand>> targets_scratch_;  // .branchtargets entries
 
   // Returns the marker stored in Operand::bits / Initializer::bits (id + 1; 0: none).
   std::uint64_t add_pending(std::string name, SourceLoc loc, bool in_function) {
-    pending_.push_back({std::move(name), loc, in_function});
+    pending_.push_back({std::move(name), loc, in_function, {}});
+    if (in_function && !label_scopes_.empty())
+      label_scopes_.back().refs.push_back(static_cast<std::uint32_t>(pending_.size() - 1));
     return pending_.size();
   }
 
   bool resolve(SymbolRef& sym, std::uint64_t& bits, bool labels_too) {
     if (bits == 0 || sym.kind != SymbolRef::Kind::none) return true;
     const Pending& p = pending_[bits - 1];
-    if (labels_too) {
-      if (auto it = labels_.find(p.name); it != labels_.end()) {
-        sym = {SymbolRef::Kind::label, it->second};
-        bits = 0;
-        return true;
-      }
+    if (labels_too && p.label.kind == SymbolRef::Kind::label) {
+      sym = p.label;
+      bits = 0;
+      return true;
     }
     if (auto it = module_names_.find(p.name); it != module_names_.end()) {
       sym = it->second;

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 
 #include "cudamux/ptx/ir.hpp"
@@ -915,4 +917,242 @@ TEST(Diagnostics, NeverCrashOnTruncationsAndGarbage) {
   EXPECT_FALSE(parse(deep, d).has_value());
   ASSERT_FALSE(d.empty());
   EXPECT_NE(d[0].message.find("nested too deeply"), std::string::npos);
+}
+
+TEST(Syntax, LabelsAreScopedPerBlock) {
+  // CUTLASS-style inline asm inlined twice: the same labels and predicate in sibling blocks.
+  std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u64 bar)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [bar];
+  {
+  .reg .pred P1;
+  LAB_WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 P1, [%rd1], %r1;
+  @P1 bra DONE;
+  bra LAB_WAIT;
+  DONE:
+  }
+  {
+  .reg .pred P1;
+  LAB_WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 P1, [%rd1], %r1;
+  @P1 bra DONE;
+  bra LAB_WAIT;
+  DONE:
+  }
+  bra.uni END;
+END:
+  ret;
+}
+)";
+  Module m = parse_ok(text);
+  const Function& f = func(m, "k");
+  ASSERT_EQ(f.labels.size(), 5u);
+  // Names stay unique; each block's branches target its own labels.
+  EXPECT_EQ(f.labels[0].name, "LAB_WAIT");
+  EXPECT_EQ(f.labels[1].name, "DONE");
+  EXPECT_NE(f.labels[2].name, "LAB_WAIT");
+  EXPECT_NE(f.labels[3].name, "DONE");
+  EXPECT_EQ(insn(f, "bra", 0).operands[0].sym.index, 1u);  // DONE
+  EXPECT_EQ(insn(f, "bra", 1).operands[0].sym.index, 0u);  // LAB_WAIT
+  EXPECT_EQ(insn(f, "bra", 2).operands[0].sym.index, 3u);  // the second DONE
+  EXPECT_EQ(insn(f, "bra", 3).operands[0].sym.index, 2u);  // the second LAB_WAIT
+  EXPECT_EQ(f.labels[2].instruction, 4u);
+  EXPECT_EQ(f.labels[3].instruction, 7u);
+  const Instruction& w = insn(f, "mbarrier.try_wait.parity.shared::cta.b64", 1);
+  EXPECT_EQ(w.op, Opcode::mbarrier);
+  EXPECT_EQ(w.mode, Mode::wait);
+  EXPECT_EQ(w.space, Space::shared);
+  EXPECT_NE(w.operands[0].reg,
+            insn(f, "mbarrier.try_wait.parity.shared::cta.b64", 0).operands[0].reg);
+  // Guard of the second block's branch: its own P1.
+  const Instruction& g = f.body[5];
+  EXPECT_TRUE(g.guarded);
+  EXPECT_EQ(g.guard_reg, w.operands[0].reg);
+  EXPECT_EQ(f.labels[insn(f, "bra.uni").operands[0].sym.index].name, "END");
+  EXPECT_EQ(parse_error(std::string(kHeader) + ".func f(.reg .b32 %a) { ret; }\n"),
+            "4:9: .reg parameters are not supported (use .param)");
+}
+
+namespace {
+
+// Every index in a parsed module names something that exists (what back ends rely on).
+void check_indices(const Module& m, const std::string& what) {
+  auto sym_ok = [&](const Function& f, const SymbolRef& s) {
+    switch (s.kind) {
+      case SymbolRef::Kind::none:
+        return true;
+      case SymbolRef::Kind::global:
+        return s.index < m.globals.size();
+      case SymbolRef::Kind::local:
+        return s.index < f.locals.size();
+      case SymbolRef::Kind::param:
+        return s.index < f.params.size() + f.returns.size();
+      case SymbolRef::Kind::function:
+        return s.index < m.functions.size();
+      case SymbolRef::Kind::label:
+        return s.index < f.labels.size();
+    }
+    return false;
+  };
+  std::function<void(const Function&, const Operand&)> check_op = [&](const Function& f,
+                                                                      const Operand& o) {
+    if (o.kind == Operand::Kind::reg || (o.kind == Operand::Kind::address && o.base_is_reg)) {
+      EXPECT_LT(o.reg, f.registers.size()) << what << " " << f.name;
+    }
+    if (o.kind == Operand::Kind::symbol) {
+      EXPECT_NE(o.sym.kind, SymbolRef::Kind::none) << what << " " << f.name;
+    }
+    EXPECT_TRUE(sym_ok(f, o.sym)) << what << " " << f.name;
+    for (auto& e : o.elems) check_op(f, e);
+  };
+  for (auto& f : m.functions) {
+    std::set<std::string> regs, labels;
+    for (auto& r : f.registers)
+      EXPECT_TRUE(regs.insert(r.name).second) << what << ": duplicate register " << r.name;
+    for (auto& l : f.labels) {
+      EXPECT_TRUE(labels.insert(l.name).second) << what << ": duplicate label " << l.name;
+      EXPECT_LE(l.instruction, f.body.size());
+    }
+    for (auto& in : f.body) {
+      if (in.guarded) {
+        EXPECT_LT(in.guard_reg, f.registers.size());
+      }
+      for (auto& o : in.operands) check_op(f, o);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Fixtures, IndicesValid) {
+  for (auto& e : fs::directory_iterator(CUDAMUX_PTX_DATA))
+    if (e.path().extension() == ".ptx")
+      check_indices(fixture(e.path().filename().c_str()), e.path().filename());
+  const char* env = std::getenv("CUDAMUX_PTX_CORPUS");
+  fs::path dir = env ? env : "/tmp/ptxcorpus";
+  if (!fs::is_directory(dir)) return;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".ptx")
+      check_indices(parse_ok(read_file(e.path())), e.path().filename());
+}
+
+TEST(Syntax, EveryOpcodeIsRecognised) {
+  // Each opcode by its PTX name (the video group by vadd), in a body of its own.
+  for (unsigned i = 0; i <= static_cast<unsigned>(Opcode::video); ++i) {
+    auto op = static_cast<Opcode>(i);
+    std::string name = op == Opcode::video  ? "vadd"
+                       : op == Opcode::call ? "call.uni k"
+                                            : name_of(op);
+    std::string text = std::string(kHeader) + ".visible .entry k()\n{\n  " + name + ";\n}\n";
+    std::vector<Diagnostic> d;
+    auto m = parse(text, d);
+    ASSERT_TRUE(m.has_value()) << name << ": " << first_diag(d);
+    ASSERT_EQ(m->functions[0].body.size(), 1u);
+    EXPECT_EQ(m->functions[0].body[0].op, op) << name;
+  }
+}
+
+TEST(Fixtures, RdcManagedWmmaAndMemoryVariants) {
+  Module m = fixture("misc.compute_90a.ptx");
+  EXPECT_EQ(m.arch, 90u);
+  EXPECT_EQ(m.arch_suffix, 'a');
+  const Variable& managed = global(m, "managed_x");
+  EXPECT_TRUE(managed.is_managed);
+  EXPECT_TRUE(managed.is_visible);
+  ASSERT_EQ(managed.init.size(), 1u);
+  EXPECT_EQ(managed.init[0].bits, 3u);
+  EXPECT_TRUE(global(m, "ext_sym").is_extern);
+  const Function& rdc = func(m, "_Z10dev_fn_rdci");
+  EXPECT_TRUE(rdc.is_extern);
+  EXPECT_FALSE(rdc.has_body);
+
+  const Function& at = func(m, "misc_atomics");
+  const Instruction& al = insn(at, "alloca.u64");
+  EXPECT_EQ(al.op, Opcode::alloca);
+  EXPECT_EQ(al.operands.size(), 3u);
+  EXPECT_EQ(insn(at, "nanosleep.u32").op, Opcode::nanosleep);
+  EXPECT_EQ(insn(at, "trap").op, Opcode::trap);
+
+  const Function& wm = func(m, "misc_wmma");
+  const Instruction& la = insn(wm, "wmma.load.a.sync.aligned.row.m16n16k16.global.f16");
+  EXPECT_EQ(la.op, Opcode::wmma_load);
+  EXPECT_EQ(la.space, Space::global);
+  EXPECT_TRUE(la.sync);
+  EXPECT_TRUE(la.aligned);
+  EXPECT_EQ(la.extra, (std::vector<std::string>{"a", "row", "m16n16k16"}));
+  EXPECT_EQ(la.operands[0].elems.size(), 8u);
+  const Instruction& mma = insn(wm, "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32");
+  EXPECT_EQ(mma.op, Opcode::wmma_mma);
+  EXPECT_EQ(mma.types, (std::vector<Type>{Type::f32, Type::f32}));
+  EXPECT_EQ(mma.operands.size(), 4u);
+  EXPECT_EQ(insn(wm, "wmma.store.d.sync.aligned.row.m16n16k16.global.f32").op, Opcode::wmma_store);
+
+  const Function& mem = func(m, "misc_memory");
+  EXPECT_EQ(insn(mem, "ld.global.cs.f32").extra, std::vector<std::string>{"cs"});
+  EXPECT_EQ(insn(mem, "st.global.wt.f32").extra, std::vector<std::string>{"wt"});
+  const Instruction& v2 = insn(mem, "atom.global.add.v2.f32");
+  EXPECT_EQ(v2.vec, 2);
+  EXPECT_EQ(v2.mode, Mode::add);
+  const Instruction& fp8 = insn(mem, "cvt.rn.satfinite.e4m3x2.f32");
+  EXPECT_EQ(fp8.types, (std::vector<Type>{Type::e4m3x2, Type::f32}));
+  EXPECT_EQ(fp8.extra, std::vector<std::string>{"satfinite"});
+  const Instruction& cube = insn(mem, "tex.cube.v4.f32.f32");
+  EXPECT_EQ(cube.operands[1].elems[1].elems.size(), 4u);
+  const Instruction& suld = insn(mem, "suld.b.2d.b32.trap");
+  EXPECT_EQ(suld.op, Opcode::suld);
+  EXPECT_EQ(suld.operands[0].elems.size(), 1u);
+  EXPECT_EQ(insn(mem, "mov.u32", 0).operands.size(), 2u);
+  bool cluster_id = false;
+  for (auto& in : mem.body)
+    for (auto& o : in.operands)
+      cluster_id |= o.kind == Operand::Kind::special && o.special == SpecialReg::clusterid;
+  EXPECT_TRUE(cluster_id);
+}
+
+TEST(Syntax, AttributesAndReservedSharedOffsets) {
+  std::string text = std::string(kHeader) + R"(
+.global .attribute(.unified(0x1234, 0x5678)) .align 8 .u64 uni;
+.visible .entry k()
+{
+  .reg .b32 %r<3>;
+  mov.u32 %r1, %reserved_smem_offset_1;
+  mov.u32 %r2, %reserved_smem_offset_begin;
+  ret;
+}
+)";
+  Module m = parse_ok(text);
+  EXPECT_FALSE(global(m, "uni").is_managed);
+  EXPECT_EQ(global(m, "uni").align, 8u);
+  const Function& f = func(m, "k");
+  EXPECT_EQ(f.body[0].operands[1].special, SpecialReg::reserved_smem_offset_2);
+  EXPECT_EQ(f.body[0].operands[1].component, 1);
+  EXPECT_EQ(f.body[1].operands[1].special, SpecialReg::reserved_smem_offset_begin);
+}
+
+TEST(Diagnostics, MoreRejections) {
+  std::string h = kHeader;
+  std::string k = ".visible .entry k()\n{\n  .reg .pred %p;\n  .reg .b32 %r;\n";
+  EXPECT_EQ(parse_error(h + k + "  @%r bra L;\nL:\n  ret;\n}\n"),
+            "8:4: guard %r is not a predicate register");
+  EXPECT_EQ(parse_error(h + k + "  setp.eq.and.u32 %p, %r, 1, !%r;\n}\n"),
+            "8:31: '!' applies to a predicate register");
+  EXPECT_EQ(parse_error(h + k + "  mov.u32 %r, %tid.w;\n}\n"), "8:15: undefined register %tid.w");
+  EXPECT_EQ(parse_error(h + k + "T: .branchtargets nowhere;\n  ret;\n}\n"),
+            "8:19: undefined label 'nowhere'");
+  EXPECT_EQ(parse_error(h + ".global .align 3 .u32 x;\n"),
+            "4:16: alignment must be a power of two");
+  EXPECT_EQ(parse_error(".version 9\n"), "1:10: invalid .version '9'");
+  EXPECT_EQ(parse_error(h + ".func f() { ret; }\n.func f() { ret; }\n"),
+            "5:7: redefinition of 'f'");
+  EXPECT_EQ(parse_error(h + ".global .u32 f;\n.func f() { ret; }\n"), "5:7: redefinition of 'f'");
+  EXPECT_EQ(parse_error(h + ".global .u32 x = y;\n"), "4:18: undefined symbol 'y'");
+  EXPECT_EQ(parse_error(h + ".visible .entry k()\n{\n  ld.global.u32\n"),
+            "7:1: expected ';', found end of input");
+  EXPECT_EQ(parse_error(h + "/* never closed\n"), "4:1: unterminated comment");
+  // A module without functions or a .target is still a module (nothing to reject).
+  EXPECT_EQ(parse_error(""), "");
 }
