@@ -275,6 +275,9 @@ std::string flags_of(const Instruction& i) {
   add(i.full, "FULL");
   add(i.xorsign, "XORSIGN");
   add(i.abs, "ABSF");
+  bool satfinite = false;
+  for (const auto& e : i.extra) satfinite = satfinite || e == "satfinite";
+  add(satfinite, "SATFINITE");
   return f.empty() ? "0" : f;
 }
 
@@ -1541,6 +1544,27 @@ std::string Emitter::compare_select(const Instruction& ins) {
     for (; k < ndst; ++k) dst.push_back(&ins.operands[k]);
   }
   std::string a = rd(opnd(ins, k), st), b = rd(opnd(ins, k + 1), st);
+  if (st == Type::f16x2 || st == Type::bf16x2) {
+    // One result per half: the first destination gets the low half's, the second the high's.
+    if (is_set) {
+      fail("set on packed halves");
+      return ";";
+    }
+    std::string s = "{ bool lo_ = false, hi_ = false; ::cudamux::ptx::compare2<" +
+                    std::string(code(st)) + ", " + std::to_string(static_cast<unsigned>(ins.cmp)) +
+                    ", " + flags_of(ins) + ">(" + a + ", " + b + ", lo_, hi_); ";
+    std::string c;
+    const char* op = ins.boolop == BoolOp::and_  ? " && "
+                     : ins.boolop == BoolOp::or_ ? " || "
+                                                 : " != ";
+    if (ins.boolop != BoolOp::none) c = rd(opnd(ins, k + 2), Type::pred);
+    const char* res[2] = {"lo_", "hi_"};
+    for (std::size_t q = 0; q < dst.size() && q < 2; ++q)
+      s += wr(*dst[q], Type::pred,
+              c.empty() ? std::string(res[q]) : "(" + std::string(res[q]) + op + c + ")") +
+           " ";
+    return s + "}";
+  }
   std::string cmp = "c_";
   std::string s =
       "{ const bool c_ = " + compare_expr(this, ins.cmp, st, a, b, flags_of(ins)) + "; ";
@@ -1709,7 +1733,12 @@ std::string Emitter::convert(const Instruction& ins) {
   const Type dt = ins.types[0], st = ins.types[1];
   const auto& d = opnd(ins, 0);
   const std::string fl = flags_of(ins);
-  if ((dt == Type::f16x2 || dt == Type::bf16x2) && ins.operands.size() >= 3 && code(dt)) {
+  if ((st == Type::e4m3x2 || st == Type::e5m2x2) && dt == Type::f16x2)
+    return wr(
+        d, dt,
+        ops + "cvt_f8x2_to_f16x2<" + code(st) + ", " + fl + ">(" + rd(opnd(ins, 1), st) + ")");
+  if ((dt == Type::f16x2 || dt == Type::bf16x2 || dt == Type::e4m3x2 || dt == Type::e5m2x2) &&
+      ins.operands.size() >= 3 && code(dt)) {
     return wr(d, dt,
               ops + "cvt_pack2<" + code(dt) + ", " + rnd_name(ins.rounding) + ", " + fl + ">(" +
                   rd(opnd(ins, 1), Type::f32) + ", " + rd(opnd(ins, 2), Type::f32) + ")");

@@ -656,6 +656,11 @@ TEST(PtxEmit, EveryExecutedFormCompiles) {
   I(O::cvt, "cvt.f32.f16", {T::f32, T::f16}, {R(f), R(h)});
   I(O::cvt, "cvt.rn.f16x2.f32", {T::f16x2, T::f32}, {R(r), R(f), R(f2)}).rounding = Rounding::rn;
   I(O::add, "add.f16x2", {T::f16x2}, {R(r), R(r), R(r2)});
+  I(O::setp, "setp.lt.f16x2", {T::f16x2}, {R(p), R(q), R(r), R(r2)}).cmp = Cmp::lt;
+  auto& sf = I(O::cvt, "cvt.rn.satfinite.e4m3x2.f32", {T::e4m3x2, T::f32}, {R(h), R(f), R(f2)});
+  sf.rounding = Rounding::rn;
+  sf.extra = {"satfinite"};
+  I(O::cvt, "cvt.rn.f16x2.e4m3x2", {T::f16x2, T::e4m3x2}, {R(r), R(h)}).rounding = Rounding::rn;
   I(O::fma, "fma.rn.bf16", {T::bf16}, {R(h), R(h), R(h2), R(h)}).rounding = Rounding::rn;
   I(O::mov, "mov.b32 bits", {T::b32}, {R(f), R(r)});
   I(O::mov, "mov.b32 imm", {T::b32}, {R(r), F32(1.0f)});
