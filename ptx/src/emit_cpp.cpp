@@ -2039,6 +2039,22 @@ std::string Emitter::collective(const Instruction& ins) {
       return ops + "bar_warp_sync(" + rd(opnd(ins, 0), Type::u32) + ");";
     case Opcode::activemask:
       return wr(opnd(ins, 0), Type::u32, ops + "activemask()");
+    case Opcode::elect: {
+      // elect.sync d|p, membermask: the lowest active member lane is the leader.
+      if (ins.operands.size() < 2) break;
+      const bool pair = ins.dest_pair || ins.operands.size() >= 3;
+      const std::string mask = rd(opnd(ins, pair ? 2 : 1), Type::u32);
+      std::string s =
+          "{ const u32 m_ = " + mask + " & " + ops +
+          "activemask(); const u32 l_ = m_ ? static_cast<u32>(__builtin_ctz(m_)) : 0u; ";
+      if (pair) {
+        s += wr(opnd(ins, 0), Type::u32, "l_") + " ";
+        s += wr(opnd(ins, 1), Type::pred, "(" + ops + "laneid() == l_)") + " ";
+      } else {
+        s += wr(opnd(ins, 0), Type::pred, "(" + ops + "laneid() == l_)") + " ";
+      }
+      return s + "}";
+    }
     case Opcode::shfl: {
       // shfl.sync.mode.b32 d[|p], a, b, c, membermask (`d|p` as a vector or two operands)
       std::vector<const Operand*> dst;

@@ -728,6 +728,7 @@ TEST(PtxEmit, EveryExecutedFormCompiles) {
   I(O::redux, "redux.sync.min.s32", {T::s32}, {R(r), R(r), Imm(-1)}).mode = Mode::min;
   I(O::redux, "redux.sync.or.b32", {T::b32}, {R(r), R(r), Imm(-1)}).mode = Mode::or_;
   I(O::activemask, "activemask.b32", {T::b32}, {R(r)});
+  I(O::elect, "elect.sync", {}, {Sink(), R(p), Imm(-1)}).dest_pair = true;
   I(O::bar_warp_sync, "bar.warp.sync", {}, {Imm(-1)});
   I(O::barrier, "barrier.sync.aligned", {}, {Imm(1), Imm(64)}).sync = true;
   I(O::bar_red, "bar.red.or.pred", {T::pred}, {R(p), Imm(0), Imm(64), R(q, true)}).boolop =
