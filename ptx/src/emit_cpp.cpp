@@ -458,7 +458,7 @@ constexpr const char* kRuntime =
             return gp((ga(raw) + a - 1) / a * a);
           }
           }  // namespace cudamux_ptx_rt
-)CPP";
+    )CPP";
 
 struct Ctx;  // per-function emission state
 
@@ -1534,8 +1534,9 @@ std::string Emitter::compare_select(const Instruction& ins) {
     k = 1;
   } else {
     const std::size_t srcs = 2 + (ins.boolop != BoolOp::none ? 1 : 0);
-    const std::size_t ndst =
-        ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+    const std::size_t ndst = ins.dest_pair                ? 2
+                             : ins.operands.size() > srcs ? ins.operands.size() - srcs
+                                                          : 1;
     for (; k < ndst; ++k) dst.push_back(&ins.operands[k]);
   }
   std::string a = rd(opnd(ins, k), st), b = rd(opnd(ins, k + 1), st);
@@ -2017,8 +2018,9 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd =
-            ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+        const std::size_t nd = ins.dest_pair                ? 2
+                               : ins.operands.size() > srcs ? ins.operands.size() - srcs
+                                                            : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty() || ins.mode < Mode::up || ins.mode > Mode::idx) break;
@@ -2057,8 +2059,9 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd =
-            ins.dest_pair ? 2 : ins.operands.size() > 2 ? ins.operands.size() - 2 : 1;
+        const std::size_t nd = ins.dest_pair             ? 2
+                               : ins.operands.size() > 2 ? ins.operands.size() - 2
+                                                         : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty()) break;
@@ -2121,8 +2124,15 @@ void Emitter::emit_registration() {
 
 EmitResult Emitter::run() {
   o_ << "// Generated from PTX by cudamux's PTX back end (module " << opt_.module_name << ").\n";
-  o_ << kRuntime;
-  o_ << "using namespace ::cudamux_ptx_rt;\n";
+  if (opt_.library) {
+    // Compiled inside someone else's program: everything in a namespace of its own, so that
+    // no helper name meets the program's.
+    o_ << kRuntime;
+    o_ << "namespace cudamux_inline_ptx {\nusing namespace ::cudamux_ptx_rt;\n";
+  } else {
+    o_ << kRuntime;
+    o_ << "using namespace ::cudamux_ptx_rt;\n";
+  }
   layout_shared();
   analyse_reach();
   fn_names_.resize(m_.functions.size());
@@ -2139,7 +2149,9 @@ EmitResult Emitter::run() {
     else if (!f.is_entry)
       emit_extern_wrapper(fi);
   }
-  emit_registration();
+  if (!opt_.library) emit_registration();
+  if (opt_.library) o_ << "}  // namespace cudamux_inline_ptx\n";
+  res_.function_names = fn_names_;
   res_.source = o_.str();
   return std::move(res_);
 }
