@@ -815,7 +815,9 @@ class Parser {
     if (accept(')')) return out;
     do {
       const Token& t = peek();
-      if (!accept_dir("param") && !accept_dir("reg")) unexpected(t, "'.param'");
+      if (is_dir("reg"))  // the pre-PTX-2.0 register-passing ABI (nvcc never emits it)
+        fail(t, ".reg parameters are not supported (use .param)");
+      if (!accept_dir("param")) unexpected(t, "'.param'");
       Attrs a = attributes(true);
       Param p;
       p.loc = loc_of(peek());
@@ -928,7 +930,15 @@ class Parser {
   };
   std::vector<std::unordered_map<std::string, Entry>> scopes_;
   std::unordered_set<std::string> reg_names_;
-  std::unordered_map<std::string, std::uint32_t> labels_;
+  // Labels are scoped like declarations (inline asm repeats `{ L: ... bra L; }` blocks):
+  // per open block, its labels and the label-capable references not yet resolved.
+  struct LabelScope {
+    std::unordered_map<std::string, std::uint32_t> labels;
+    std::vector<std::uint32_t> refs;  // ids into pending_
+  };
+  std::vector<LabelScope> label_scopes_;
+  std::vector<std::string> label_names_;  // as written, by label index
+  std::unordered_set<std::string> label_unique_;
   std::uint32_t fidx_ = 0;
   std::uint32_t rename_counter_ = 0;
 
@@ -961,7 +971,9 @@ class Parser {
   void body() {
     scopes_.clear();
     reg_names_.clear();
-    labels_.clear();
+    label_scopes_.clear();
+    label_names_.clear();
+    label_unique_.clear();
     rename_counter_ = 0;
     scopes_.emplace_back();
     Function& f = fn();
@@ -981,12 +993,33 @@ class Parser {
     expect('{');
     if (depth > kMaxDepth) fail(open, "blocks nested too deeply");
     scopes_.emplace_back();
+    label_scopes_.emplace_back();
     while (!is_punct('}')) {
       if (peek().kind == Tok::end) fail(open, "missing '}'");
       statement(depth);
     }
     next();
     scopes_.pop_back();
+    LabelScope ls = std::move(label_scopes_.back());
+    label_scopes_.pop_back();
+    for (auto id : ls.refs) {
+      Pending& p = pending_[id];
+      if (auto it = ls.labels.find(p.name); it != ls.labels.end()) {
+        p.label = {SymbolRef::Kind::label, it->second};
+      } else if (!label_scopes_.empty()) {
+        label_scopes_.back().refs.push_back(id);
+      } else {
+        // Leniency: a reference to a label inside a nested block resolves when that
+        // name labels exactly one place in the function.
+        std::uint32_t found = 0, count = 0;
+        for (std::uint32_t i = 0; i < label_names_.size(); ++i)
+          if (label_names_[i] == p.name) {
+            found = i;
+            ++count;
+          }
+        if (count == 1) p.label = {SymbolRef::Kind::label, found};
+      }
+    }
   }
 
   void statement(int depth) {
@@ -1067,11 +1100,17 @@ class Parser {
     const Token& t = next();
     next();  // ':'
     std::string name(t.text);
-    if (labels_.count(name)) fail(t, "redefinition of label '" + name + "'");
+    auto& scope_labels = label_scopes_.back().labels;
+    if (scope_labels.count(name)) fail(t, "redefinition of label '" + name + "'");
     Function& f = fn();
     auto index = static_cast<std::uint32_t>(f.labels.size());
-    labels_[name] = index;
-    f.labels.push_back({name, static_cast<std::uint32_t>(f.body.size())});
+    scope_labels[name] = index;
+    label_names_.push_back(name);
+    // Label names stay unique in Function::labels (a name reused in another block is renamed).
+    std::string unique = name;
+    while (label_unique_.count(unique)) unique = name + "$" + std::to_string(++rename_counter_);
+    label_unique_.insert(unique);
+    f.labels.push_back({std::move(unique), static_cast<std::uint32_t>(f.body.size())});
     if (accept_dir("callprototype")) {
       Function::Prototype p;
       p.label = index;
@@ -1407,25 +1446,26 @@ class Parser {
     std::string name;
     SourceLoc loc;
     bool in_function;
+    SymbolRef label;  // the label it names, once its block closed
   };
   std::vector<Pending> pending_;
   std::vector<std::pair<std::size_t, Operand>> targets_scratch_;  // .branchtargets entries
 
   // Returns the marker stored in Operand::bits / Initializer::bits (id + 1; 0: none).
   std::uint64_t add_pending(std::string name, SourceLoc loc, bool in_function) {
-    pending_.push_back({std::move(name), loc, in_function});
+    pending_.push_back({std::move(name), loc, in_function, {}});
+    if (in_function && !label_scopes_.empty())
+      label_scopes_.back().refs.push_back(static_cast<std::uint32_t>(pending_.size() - 1));
     return pending_.size();
   }
 
   bool resolve(SymbolRef& sym, std::uint64_t& bits, bool labels_too) {
     if (bits == 0 || sym.kind != SymbolRef::Kind::none) return true;
     const Pending& p = pending_[bits - 1];
-    if (labels_too) {
-      if (auto it = labels_.find(p.name); it != labels_.end()) {
-        sym = {SymbolRef::Kind::label, it->second};
-        bits = 0;
-        return true;
-      }
+    if (labels_too && p.label.kind == SymbolRef::Kind::label) {
+      sym = p.label;
+      bits = 0;
+      return true;
     }
     if (auto it = module_names_.find(p.name); it != module_names_.end()) {
       sym = it->second;

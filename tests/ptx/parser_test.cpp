@@ -916,3 +916,61 @@ TEST(Diagnostics, NeverCrashOnTruncationsAndGarbage) {
   ASSERT_FALSE(d.empty());
   EXPECT_NE(d[0].message.find("nested too deeply"), std::string::npos);
 }
+
+TEST(Syntax, LabelsAreScopedPerBlock) {
+  // CUTLASS-style inline asm inlined twice: the same labels and predicate in sibling blocks.
+  std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u64 bar)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [bar];
+  {
+  .reg .pred P1;
+  LAB_WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 P1, [%rd1], %r1;
+  @P1 bra DONE;
+  bra LAB_WAIT;
+  DONE:
+  }
+  {
+  .reg .pred P1;
+  LAB_WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 P1, [%rd1], %r1;
+  @P1 bra DONE;
+  bra LAB_WAIT;
+  DONE:
+  }
+  bra.uni END;
+END:
+  ret;
+}
+)";
+  Module m = parse_ok(text);
+  const Function& f = func(m, "k");
+  ASSERT_EQ(f.labels.size(), 5u);
+  // Names stay unique; each block's branches target its own labels.
+  EXPECT_EQ(f.labels[0].name, "LAB_WAIT");
+  EXPECT_EQ(f.labels[1].name, "DONE");
+  EXPECT_NE(f.labels[2].name, "LAB_WAIT");
+  EXPECT_NE(f.labels[3].name, "DONE");
+  EXPECT_EQ(insn(f, "bra", 0).operands[0].sym.index, 1u);  // DONE
+  EXPECT_EQ(insn(f, "bra", 1).operands[0].sym.index, 0u);  // LAB_WAIT
+  EXPECT_EQ(insn(f, "bra", 2).operands[0].sym.index, 3u);  // the second DONE
+  EXPECT_EQ(insn(f, "bra", 3).operands[0].sym.index, 2u);  // the second LAB_WAIT
+  EXPECT_EQ(f.labels[2].instruction, 4u);
+  EXPECT_EQ(f.labels[3].instruction, 7u);
+  const Instruction& w = insn(f, "mbarrier.try_wait.parity.shared::cta.b64", 1);
+  EXPECT_EQ(w.op, Opcode::mbarrier);
+  EXPECT_EQ(w.mode, Mode::wait);
+  EXPECT_EQ(w.space, Space::shared);
+  EXPECT_NE(w.operands[0].reg,
+            insn(f, "mbarrier.try_wait.parity.shared::cta.b64", 0).operands[0].reg);
+  // Guard of the second block's branch: its own P1.
+  const Instruction& g = f.body[5];
+  EXPECT_TRUE(g.guarded);
+  EXPECT_EQ(g.guard_reg, w.operands[0].reg);
+  EXPECT_EQ(f.labels[insn(f, "bra.uni").operands[0].sym.index].name, "END");
+  EXPECT_EQ(parse_error(std::string(kHeader) + ".func f(.reg .b32 %a) { ret; }\n"),
+            "4:9: .reg parameters are not supported (use .param)");
+}
