@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 
 #include "cudamux/ptx/ir.hpp"
@@ -973,4 +975,83 @@ END:
   EXPECT_EQ(f.labels[insn(f, "bra.uni").operands[0].sym.index].name, "END");
   EXPECT_EQ(parse_error(std::string(kHeader) + ".func f(.reg .b32 %a) { ret; }\n"),
             "4:9: .reg parameters are not supported (use .param)");
+}
+
+namespace {
+
+// Every index in a parsed module names something that exists (what back ends rely on).
+void check_indices(const Module& m, const std::string& what) {
+  auto sym_ok = [&](const Function& f, const SymbolRef& s) {
+    switch (s.kind) {
+      case SymbolRef::Kind::none:
+        return true;
+      case SymbolRef::Kind::global:
+        return s.index < m.globals.size();
+      case SymbolRef::Kind::local:
+        return s.index < f.locals.size();
+      case SymbolRef::Kind::param:
+        return s.index < f.params.size() + f.returns.size();
+      case SymbolRef::Kind::function:
+        return s.index < m.functions.size();
+      case SymbolRef::Kind::label:
+        return s.index < f.labels.size();
+    }
+    return false;
+  };
+  std::function<void(const Function&, const Operand&)> check_op = [&](const Function& f,
+                                                                      const Operand& o) {
+    if (o.kind == Operand::Kind::reg || (o.kind == Operand::Kind::address && o.base_is_reg)) {
+      EXPECT_LT(o.reg, f.registers.size()) << what << " " << f.name;
+    }
+    if (o.kind == Operand::Kind::symbol) {
+      EXPECT_NE(o.sym.kind, SymbolRef::Kind::none) << what << " " << f.name;
+    }
+    EXPECT_TRUE(sym_ok(f, o.sym)) << what << " " << f.name;
+    for (auto& e : o.elems) check_op(f, e);
+  };
+  for (auto& f : m.functions) {
+    std::set<std::string> regs, labels;
+    for (auto& r : f.registers)
+      EXPECT_TRUE(regs.insert(r.name).second) << what << ": duplicate register " << r.name;
+    for (auto& l : f.labels) {
+      EXPECT_TRUE(labels.insert(l.name).second) << what << ": duplicate label " << l.name;
+      EXPECT_LE(l.instruction, f.body.size());
+    }
+    for (auto& in : f.body) {
+      if (in.guarded) {
+        EXPECT_LT(in.guard_reg, f.registers.size());
+      }
+      for (auto& o : in.operands) check_op(f, o);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Fixtures, IndicesValid) {
+  for (auto& e : fs::directory_iterator(CUDAMUX_PTX_DATA))
+    if (e.path().extension() == ".ptx")
+      check_indices(fixture(e.path().filename().c_str()), e.path().filename());
+  const char* env = std::getenv("CUDAMUX_PTX_CORPUS");
+  fs::path dir = env ? env : "/tmp/ptxcorpus";
+  if (!fs::is_directory(dir)) return;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".ptx")
+      check_indices(parse_ok(read_file(e.path())), e.path().filename());
+}
+
+TEST(Syntax, EveryOpcodeIsRecognised) {
+  // Each opcode by its PTX name (the video group by vadd), in a body of its own.
+  for (unsigned i = 0; i <= static_cast<unsigned>(Opcode::video); ++i) {
+    auto op = static_cast<Opcode>(i);
+    std::string name = op == Opcode::video  ? "vadd"
+                       : op == Opcode::call ? "call.uni k"
+                                            : name_of(op);
+    std::string text = std::string(kHeader) + ".visible .entry k()\n{\n  " + name + ";\n}\n";
+    std::vector<Diagnostic> d;
+    auto m = parse(text, d);
+    ASSERT_TRUE(m.has_value()) << name << ": " << first_diag(d);
+    ASSERT_EQ(m->functions[0].body.size(), 1u);
+    EXPECT_EQ(m->functions[0].body[0].op, op) << name;
+  }
 }
