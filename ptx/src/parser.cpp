@@ -287,7 +287,6 @@ constexpr SpecialName kSpecials[] = {
     {"%reserved_smem_offset_begin", SpecialReg::reserved_smem_offset_begin, false},
     {"%reserved_smem_offset_end", SpecialReg::reserved_smem_offset_end, false},
     {"%reserved_smem_offset_cap", SpecialReg::reserved_smem_offset_cap, false},
-    {"%reserved_smem_offset_2", SpecialReg::reserved_smem_offset_2, false},
     {"%current_graph_exec", SpecialReg::current_graph_exec, false},
 };
 
@@ -323,6 +322,10 @@ std::optional<std::pair<SpecialReg, std::uint8_t>> special_from(std::string_view
   }
   if (!comp.empty()) return std::nullopt;
   unsigned n = 0;
+  // %reserved_smem_offset_<2>: registers _0 and _1 (the enum's reserved_smem_offset_2 is the
+  // pair; the component says which).
+  if (base.starts_with("%reserved_smem_offset_") && parse_uint(base.substr(22), 0, 1, n))
+    return std::pair{SpecialReg::reserved_smem_offset_2, static_cast<std::uint8_t>(n)};
   if (base.starts_with("%envreg") && parse_uint(base.substr(7), 0, 31, n))
     return std::pair{SpecialReg::envreg, static_cast<std::uint8_t>(n)};
   if (base.starts_with("%pm") && base.ends_with("_64") &&
@@ -634,7 +637,8 @@ class Parser {
     bool ptr = false;
     Space ptr_space = Space::generic;
     std::uint32_t ptr_align = 0;
-    bool opaque = false;  // .texref / .samplerref / .surfref
+    bool opaque = false;   // .texref / .samplerref / .surfref
+    bool managed = false;  // .attribute(.managed)
   };
   Attrs attributes(bool allow_ptr) {
     Attrs a;
@@ -661,6 +665,23 @@ class Parser {
         next();
         a.type = Type::b64;
         a.opaque = true;
+      } else if (d == "attribute") {
+        // .attribute(.managed) / .attribute(.unified(0x..., 0x...)): a parenthesised list.
+        next();
+        expect('(');
+        do {
+          const Token& at = peek();
+          if (at.kind != Tok::directive) unexpected(at, "an attribute");
+          next();
+          if (at.text == ".managed") a.managed = true;
+          if (accept('(')) {
+            while (!accept(')')) {
+              if (peek().kind == Tok::end || is_punct(';')) unexpected(peek(), "')'");
+              next();
+            }
+          }
+        } while (accept(','));
+        expect(')');
       } else if (allow_ptr && d == "ptr") {
         next();
         a.ptr = true;
@@ -706,6 +727,7 @@ class Parser {
       v.is_visible = l.vis;
       v.is_weak = l.weak;
       v.is_common = l.common;
+      v.is_managed = a.managed;
       v.dims = dims();
       if (accept('=')) initializer(v);
       if (in_function) {

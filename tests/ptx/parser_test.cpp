@@ -1055,3 +1055,80 @@ TEST(Syntax, EveryOpcodeIsRecognised) {
     EXPECT_EQ(m->functions[0].body[0].op, op) << name;
   }
 }
+
+TEST(Fixtures, RdcManagedWmmaAndMemoryVariants) {
+  Module m = fixture("misc.compute_90a.ptx");
+  EXPECT_EQ(m.arch, 90u);
+  EXPECT_EQ(m.arch_suffix, 'a');
+  const Variable& managed = global(m, "managed_x");
+  EXPECT_TRUE(managed.is_managed);
+  EXPECT_TRUE(managed.is_visible);
+  ASSERT_EQ(managed.init.size(), 1u);
+  EXPECT_EQ(managed.init[0].bits, 3u);
+  EXPECT_TRUE(global(m, "ext_sym").is_extern);
+  const Function& rdc = func(m, "_Z10dev_fn_rdci");
+  EXPECT_TRUE(rdc.is_extern);
+  EXPECT_FALSE(rdc.has_body);
+
+  const Function& at = func(m, "misc_atomics");
+  const Instruction& al = insn(at, "alloca.u64");
+  EXPECT_EQ(al.op, Opcode::alloca);
+  EXPECT_EQ(al.operands.size(), 3u);
+  EXPECT_EQ(insn(at, "nanosleep.u32").op, Opcode::nanosleep);
+  EXPECT_EQ(insn(at, "trap").op, Opcode::trap);
+
+  const Function& wm = func(m, "misc_wmma");
+  const Instruction& la = insn(wm, "wmma.load.a.sync.aligned.row.m16n16k16.global.f16");
+  EXPECT_EQ(la.op, Opcode::wmma_load);
+  EXPECT_EQ(la.space, Space::global);
+  EXPECT_TRUE(la.sync);
+  EXPECT_TRUE(la.aligned);
+  EXPECT_EQ(la.extra, (std::vector<std::string>{"a", "row", "m16n16k16"}));
+  EXPECT_EQ(la.operands[0].elems.size(), 8u);
+  const Instruction& mma = insn(wm, "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32");
+  EXPECT_EQ(mma.op, Opcode::wmma_mma);
+  EXPECT_EQ(mma.types, (std::vector<Type>{Type::f32, Type::f32}));
+  EXPECT_EQ(mma.operands.size(), 4u);
+  EXPECT_EQ(insn(wm, "wmma.store.d.sync.aligned.row.m16n16k16.global.f32").op, Opcode::wmma_store);
+
+  const Function& mem = func(m, "misc_memory");
+  EXPECT_EQ(insn(mem, "ld.global.cs.f32").extra, std::vector<std::string>{"cs"});
+  EXPECT_EQ(insn(mem, "st.global.wt.f32").extra, std::vector<std::string>{"wt"});
+  const Instruction& v2 = insn(mem, "atom.global.add.v2.f32");
+  EXPECT_EQ(v2.vec, 2);
+  EXPECT_EQ(v2.mode, Mode::add);
+  const Instruction& fp8 = insn(mem, "cvt.rn.satfinite.e4m3x2.f32");
+  EXPECT_EQ(fp8.types, (std::vector<Type>{Type::e4m3x2, Type::f32}));
+  EXPECT_EQ(fp8.extra, std::vector<std::string>{"satfinite"});
+  const Instruction& cube = insn(mem, "tex.cube.v4.f32.f32");
+  EXPECT_EQ(cube.operands[1].elems[1].elems.size(), 4u);
+  const Instruction& suld = insn(mem, "suld.b.2d.b32.trap");
+  EXPECT_EQ(suld.op, Opcode::suld);
+  EXPECT_EQ(suld.operands[0].elems.size(), 1u);
+  EXPECT_EQ(insn(mem, "mov.u32", 0).operands.size(), 2u);
+  bool cluster_id = false;
+  for (auto& in : mem.body)
+    for (auto& o : in.operands)
+      cluster_id |= o.kind == Operand::Kind::special && o.special == SpecialReg::clusterid;
+  EXPECT_TRUE(cluster_id);
+}
+
+TEST(Syntax, AttributesAndReservedSharedOffsets) {
+  std::string text = std::string(kHeader) + R"(
+.global .attribute(.unified(0x1234, 0x5678)) .align 8 .u64 uni;
+.visible .entry k()
+{
+  .reg .b32 %r<3>;
+  mov.u32 %r1, %reserved_smem_offset_1;
+  mov.u32 %r2, %reserved_smem_offset_begin;
+  ret;
+}
+)";
+  Module m = parse_ok(text);
+  EXPECT_FALSE(global(m, "uni").is_managed);
+  EXPECT_EQ(global(m, "uni").align, 8u);
+  const Function& f = func(m, "k");
+  EXPECT_EQ(f.body[0].operands[1].special, SpecialReg::reserved_smem_offset_2);
+  EXPECT_EQ(f.body[0].operands[1].component, 1);
+  EXPECT_EQ(f.body[1].operands[1].special, SpecialReg::reserved_smem_offset_begin);
+}

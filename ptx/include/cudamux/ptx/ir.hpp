@@ -228,6 +228,7 @@ struct Variable {
   std::uint32_t align = 0;  // 0: natural alignment of the element
   std::vector<std::uint64_t> dims;  // array dimensions; a 0 first dimension is `[]` (extern/init-sized)
   bool is_extern = false, is_visible = false, is_weak = false, is_common = false;
+  bool is_managed = false;  // `.attribute(.managed)`: a __managed__ variable
   std::vector<Initializer> init;
   SourceLoc loc;
   std::uint64_t size_bytes() const noexcept;  // element size * vec * product of dims
