@@ -269,7 +269,16 @@ std::vector<Reach> analyse_reach(const Module& m) {
         if (t.kind == Operand::Kind::symbol && t.sym.kind == SymbolRef::Kind::function) {
           callees[i].push_back(t.sym.index);
         } else {
-          indirect[i] = true;
+          // An indirect call through a `.calltargets` list reaches only the listed functions.
+          const Function::TargetList* list = nullptr;
+          if (in.operands.size() >= 4 && in.operands[3].sym.kind == SymbolRef::Kind::label)
+            for (auto& tl : f.target_lists)
+              if (tl.calls && tl.label == in.operands[3].sym.index) list = &tl;
+          if (list) {
+            callees[i].insert(callees[i].end(), list->targets.begin(), list->targets.end());
+          } else {
+            indirect[i] = true;
+          }
         }
       }
     }

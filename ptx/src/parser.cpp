@@ -1244,6 +1244,8 @@ class Parser {
       const Entry* e = lookup(name);
       if (!e || !e->is_reg) fail(g, "undefined register " + name);
       in.guard_reg = e->reg;
+      if (fn().registers[e->reg].type != Type::pred)
+        fail(g, "guard " + name + " is not a predicate register");
     }
     const Token& ot = peek();
     if (ot.kind != Tok::ident) unexpected(ot, "an opcode");
@@ -1393,7 +1395,8 @@ class Parser {
           if (rt.kind != Tok::ident) unexpected(rt, "a predicate register");
           next();
           Operand o = name_operand(rt);
-          if (o.kind != Operand::Kind::reg) fail(rt, "'!' applies to a predicate register");
+          if (o.kind != Operand::Kind::reg || fn().registers[o.reg].type != Type::pred)
+            fail(rt, "'!' applies to a predicate register");
           o.negated = true;
           o.loc = loc_of(t);
           return o;

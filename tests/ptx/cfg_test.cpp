@@ -337,7 +337,8 @@ TEST(Reach, FixturesGridSyncAndBarriers) {
 }
 
 TEST(Liveness, CorpusScaleFunctionConverges) {
-  // The largest fixture kernel: the fixed point holds (live_out is the union of the successors' live_in).
+  // The largest fixture kernel: the fixed point holds (live_out is the union of the successors'
+  // live_in).
   Module m = fixture("cg.compute_75.ptx");
   for (const Function& f : m.functions) {
     if (!f.has_body) continue;
@@ -354,4 +355,24 @@ TEST(Liveness, CorpusScaleFunctionConverges) {
       EXPECT_TRUE(live_names(f, l.live_in[0]).empty()) << f.name;
     }
   }
+}
+
+TEST(Reach, CallTargetsListLimitsAnIndirectCall) {
+  Module m = parse_ok(R"(
+.func with_bar() { bar.sync 0; ret; }
+.func plain() { ret; }
+.visible .entry listed() {
+  .reg .b64 %rd<2>;
+  tgts: .calltargets plain;
+  call %rd1, (), tgts;
+  ret;
+}
+)");
+  auto r = analyse_reach(m);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[0].cta_barrier);
+  EXPECT_FALSE(r[2].cta_barrier);  // only `plain` can be called
+  ASSERT_EQ(m.functions[2].target_lists.size(), 1u);
+  EXPECT_TRUE(m.functions[2].target_lists[0].calls);
+  EXPECT_EQ(m.functions[2].target_lists[0].targets, (V{1}));
 }

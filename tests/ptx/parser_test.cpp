@@ -1132,3 +1132,27 @@ TEST(Syntax, AttributesAndReservedSharedOffsets) {
   EXPECT_EQ(f.body[0].operands[1].component, 1);
   EXPECT_EQ(f.body[1].operands[1].special, SpecialReg::reserved_smem_offset_begin);
 }
+
+TEST(Diagnostics, MoreRejections) {
+  std::string h = kHeader;
+  std::string k = ".visible .entry k()\n{\n  .reg .pred %p;\n  .reg .b32 %r;\n";
+  EXPECT_EQ(parse_error(h + k + "  @%r bra L;\nL:\n  ret;\n}\n"),
+            "8:4: guard %r is not a predicate register");
+  EXPECT_EQ(parse_error(h + k + "  setp.eq.and.u32 %p, %r, 1, !%r;\n}\n"),
+            "8:31: '!' applies to a predicate register");
+  EXPECT_EQ(parse_error(h + k + "  mov.u32 %r, %tid.w;\n}\n"), "8:15: undefined register %tid.w");
+  EXPECT_EQ(parse_error(h + k + "T: .branchtargets nowhere;\n  ret;\n}\n"),
+            "8:19: undefined label 'nowhere'");
+  EXPECT_EQ(parse_error(h + ".global .align 3 .u32 x;\n"),
+            "4:16: alignment must be a power of two");
+  EXPECT_EQ(parse_error(".version 9\n"), "1:10: invalid .version '9'");
+  EXPECT_EQ(parse_error(h + ".func f() { ret; }\n.func f() { ret; }\n"),
+            "5:7: redefinition of 'f'");
+  EXPECT_EQ(parse_error(h + ".global .u32 f;\n.func f() { ret; }\n"), "5:7: redefinition of 'f'");
+  EXPECT_EQ(parse_error(h + ".global .u32 x = y;\n"), "4:18: undefined symbol 'y'");
+  EXPECT_EQ(parse_error(h + ".visible .entry k()\n{\n  ld.global.u32\n"),
+            "7:1: expected ';', found end of input");
+  EXPECT_EQ(parse_error(h + "/* never closed\n"), "4:1: unterminated comment");
+  // A module without functions or a .target is still a module (nothing to reject).
+  EXPECT_EQ(parse_error(""), "");
+}
