@@ -1156,3 +1156,49 @@ TEST(Diagnostics, MoreRejections) {
   // A module without functions or a .target is still a module (nothing to reject).
   EXPECT_EQ(parse_error(""), "");
 }
+
+TEST(Types, SizesNamesAndClasses) {
+  EXPECT_EQ(size_of(Type::none), 0u);
+  EXPECT_EQ(size_of(Type::pred), 1u);
+  EXPECT_EQ(size_of(Type::b1), 1u);
+  EXPECT_EQ(size_of(Type::u16), 2u);
+  EXPECT_EQ(size_of(Type::bf16), 2u);
+  EXPECT_EQ(size_of(Type::e4m3x2), 2u);
+  EXPECT_EQ(size_of(Type::f16x2), 4u);
+  EXPECT_EQ(size_of(Type::tf32), 4u);
+  EXPECT_EQ(size_of(Type::s64), 8u);
+  EXPECT_EQ(size_of(Type::b128), 16u);
+  EXPECT_TRUE(is_float(Type::f16));
+  EXPECT_TRUE(is_float(Type::e5m2));
+  EXPECT_TRUE(is_float(Type::f64));
+  EXPECT_FALSE(is_float(Type::b32));
+  EXPECT_FALSE(is_float(Type::u64));
+  EXPECT_TRUE(is_signed(Type::s8));
+  EXPECT_FALSE(is_signed(Type::u32));
+  EXPECT_FALSE(is_signed(Type::f32));
+  // Names round-trip through the parser: every type as a .reg type.
+  for (unsigned i = 1; i <= static_cast<unsigned>(Type::b1); ++i) {
+    auto t = static_cast<Type>(i);
+    std::string text =
+        std::string(kHeader) + ".visible .entry k()\n{\n  .reg ." + name_of(t) + " %x;\n}\n";
+    Module m = parse_ok(text);
+    ASSERT_EQ(m.functions.size(), 1u);
+    ASSERT_EQ(m.functions[0].registers.size(), 1u);
+    EXPECT_EQ(m.functions[0].registers[0].type, t) << name_of(t);
+  }
+  EXPECT_STREQ(name_of(Space::shared_cluster), "shared::cluster");
+  EXPECT_STREQ(name_of(Space::const_), "const");
+  EXPECT_STREQ(name_of(Opcode::cp_async_wait_group), "cp.async.wait_group");
+  EXPECT_STREQ(name_of(Opcode::and_), "and");
+  Variable v;
+  v.type = Type::f32;
+  v.vec = 4;
+  v.dims = {3, 2};
+  EXPECT_EQ(v.size_bytes(), 96u);
+  v.dims = {~std::uint64_t{0}, 4};  // saturates instead of wrapping
+  EXPECT_EQ(v.size_bytes(), ~std::uint64_t{0});
+  Param p;
+  p.type = Type::b8;
+  p.dims = {24};
+  EXPECT_EQ(p.size_bytes(), 24u);
+}
