@@ -901,7 +901,7 @@ TEST(Diagnostics, ClearMessagesWithPositions) {
   EXPECT_EQ(parse_error(h + ".visible .entry k()\n{\n  .reg .b32 %r<9999999999>;\n}\n"),
             "6:16: register range too large");
   EXPECT_EQ(parse_error(h + ".global .u32 x = \"abc;\n"), "4:18: unterminated string");
-  EXPECT_EQ(parse_error(h + "\x01"), "4:1: invalid character '\x01'");
+  EXPECT_EQ(parse_error(h + "\x01"), "4:1: invalid character '\\x01'");
 }
 
 TEST(Diagnostics, NeverCrashOnTruncationsAndGarbage) {
@@ -1153,6 +1153,10 @@ TEST(Diagnostics, MoreRejections) {
   EXPECT_EQ(parse_error(h + ".visible .entry k()\n{\n  ld.global.u32\n"),
             "7:1: expected ';', found end of input");
   EXPECT_EQ(parse_error(h + "/* never closed\n"), "4:1: unterminated comment");
+  // Trailing NUL padding (fat binary images) is not text; an embedded NUL is.
+  EXPECT_EQ(parse_error(h + std::string(3, '\0')), "");
+  EXPECT_EQ(parse_error(h + std::string(1, '\0') + ".global .u32 x;\n"),
+            "4:1: invalid character '\\x00'");
   // A module without functions or a .target is still a module (nothing to reject).
   EXPECT_EQ(parse_error(""), "");
 }
