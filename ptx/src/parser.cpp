@@ -804,6 +804,27 @@ class Parser {
       in.offset += offset_suffix();
     } else if (t.kind == Tok::ident) {
       init_symbol(in);
+    } else if (t.kind == Tok::number && is_punct('(', 1)) {
+      // A byte-mask of an address: 0xFF00(generic(sym)+4).
+      detail::Number n;
+      if (!detail::parse_number(t.text, n) || n.kind != detail::Number::Kind::integer ||
+          n.bits == 0)
+        fail(t, "invalid address mask '" + std::string(t.text) + "'");
+      next();
+      next();  // '('
+      in.mask = n.bits;
+      const Token& st = peek();
+      if (st.kind == Tok::ident && st.text == "generic" && is_punct('(', 1)) {
+        next();
+        next();
+        in.generic = true;
+        init_symbol(in);
+        expect(')');
+        in.offset += offset_suffix();
+      } else {
+        init_symbol(in);
+      }
+      expect(')');
     } else {
       bool neg = accept('-');
       const Token& nt = peek();

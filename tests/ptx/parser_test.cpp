@@ -1206,3 +1206,29 @@ TEST(Types, SizesNamesAndClasses) {
   p.dims = {24};
   EXPECT_EQ(p.size_bytes(), 24u);
 }
+
+TEST(Fixtures, PointersInsideInitialisedStructs) {
+  Module m = fixture("packed.compute_75.ptx");
+  const Variable& s = global(m, "s");
+  EXPECT_EQ(s.type, Type::u64);
+  ASSERT_EQ(s.init.size(), 3u);
+  EXPECT_EQ(s.init[0].bits, 7u);
+  EXPECT_TRUE(s.init[1].is_symbol);
+  EXPECT_EQ(s.init[1].offset, 4);
+  EXPECT_EQ(s.init[1].mask, 0u);
+  EXPECT_EQ(s.init[2].bits, 1075838976u);  // 2.5f, then padding
+  // A pointer at offset 1 of a packed struct: eight byte-masks of the same address.
+  const Variable& q = global(m, "q");
+  EXPECT_EQ(q.type, Type::u8);
+  EXPECT_EQ(q.size_bytes(), 9u);
+  ASSERT_EQ(q.init.size(), 9u);
+  EXPECT_FALSE(q.init[0].is_symbol);
+  EXPECT_EQ(q.init[0].bits, 120u);
+  for (unsigned k = 1; k < 9; ++k) {
+    EXPECT_TRUE(q.init[k].is_symbol);
+    EXPECT_TRUE(q.init[k].generic);
+    EXPECT_EQ(q.init[k].offset, 4);
+    EXPECT_EQ(q.init[k].mask, std::uint64_t{0xFF} << (8 * (k - 1)));
+    EXPECT_EQ(m.globals[q.init[k].sym.index].name, "tbl");
+  }
+}
