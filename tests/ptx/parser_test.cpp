@@ -1232,3 +1232,29 @@ TEST(Fixtures, PointersInsideInitialisedStructs) {
     EXPECT_EQ(m.globals[q.init[k].sym.index].name, "tbl");
   }
 }
+
+TEST(Fixtures, VirtualFunctionsAndHeap) {
+  Module m = fixture("virtual.compute_75.ptx");
+  const Variable& vt = global(m, "_ZTV3Der");
+  ASSERT_EQ(vt.init.size(), 5u);
+  EXPECT_FALSE(vt.init[0].is_symbol);
+  ASSERT_EQ(vt.init[2].sym.kind, SymbolRef::Kind::function);
+  const Function& f = m.functions[vt.init[2].sym.index];
+  EXPECT_EQ(f.name, "_ZN3Der1fEi");
+  EXPECT_TRUE(f.has_body);  // the declaration and the later definition are one function
+  int named = 0;
+  for (auto& fn : m.functions) named += fn.name == "_ZN3Der1fEi";
+  EXPECT_EQ(named, 1);
+  EXPECT_FALSE(func(m, "malloc").has_body);
+  EXPECT_EQ(func(m, "malloc").returns.size(), 1u);
+  const Function& k = func(m, "virt");
+  EXPECT_EQ(insn(k, "membar.gl").op, Opcode::membar);
+  EXPECT_EQ(insn(k, "membar.sys").op, Opcode::membar);
+  const Instruction& trap = insn(k, "trap");
+  EXPECT_TRUE(trap.guarded);
+  EXPECT_EQ(k.registers[trap.guard_reg].type, Type::pred);
+  bool indirect = false;
+  for (auto& in : k.body)
+    indirect |= in.op == Opcode::call && in.operands[1].kind == Operand::Kind::reg;
+  EXPECT_TRUE(indirect);  // the virtual call
+}
