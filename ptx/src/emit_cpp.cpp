@@ -2170,8 +2170,15 @@ void Emitter::emit_registration() {
 
 EmitResult Emitter::run() {
   o_ << "// Generated from PTX by cudamux's PTX back end (module " << opt_.module_name << ").\n";
-  o_ << kRuntime;
-  o_ << "using namespace ::cudamux_ptx_rt;\n";
+  if (opt_.library) {
+    // Compiled inside someone else's program: everything in a namespace of its own, so that
+    // no helper name meets the program's.
+    o_ << kRuntime;
+    o_ << "namespace cudamux_inline_ptx {\nusing namespace ::cudamux_ptx_rt;\n";
+  } else {
+    o_ << kRuntime;
+    o_ << "using namespace ::cudamux_ptx_rt;\n";
+  }
   layout_shared();
   analyse_reach();
   fn_names_.resize(m_.functions.size());
@@ -2188,7 +2195,9 @@ EmitResult Emitter::run() {
     else if (!f.is_entry)
       emit_extern_wrapper(fi);
   }
-  emit_registration();
+  if (!opt_.library) emit_registration();
+  if (opt_.library) o_ << "}  // namespace cudamux_inline_ptx\n";
+  res_.function_names = fn_names_;
   res_.source = o_.str();
   return std::move(res_);
 }

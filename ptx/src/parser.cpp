@@ -407,6 +407,22 @@ class Parser {
     throw Failure{};
   }
   [[noreturn]] void fail(const Token& t, std::string msg) { fail(loc_of(t), std::move(msg)); }
+  // Control and non-ASCII bytes as \xNN, so diagnostics stay readable text.
+  static std::string printable(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      auto u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && u < 0x7f) {
+        out += c;
+      } else {
+        static constexpr char hex[] = "0123456789abcdef";
+        out += "\\x";
+        out += hex[u >> 4];
+        out += hex[u & 15];
+      }
+    }
+    return out;
+  }
   static std::string describe(const Token& t) {
     switch (t.kind) {
       case Tok::end:
@@ -416,7 +432,7 @@ class Parser {
       case Tok::error:
         if (t.text == "\"") return "unterminated string";
         if (t.text == "/*") return "unterminated comment";
-        return "invalid character '" + std::string(t.text) + "'";
+        return "invalid character '" + printable(t.text) + "'";
       default:
         return "'" + std::string(t.text) + "'";
     }
@@ -788,6 +804,27 @@ class Parser {
       in.offset += offset_suffix();
     } else if (t.kind == Tok::ident) {
       init_symbol(in);
+    } else if (t.kind == Tok::number && is_punct('(', 1)) {
+      // A byte-mask of an address: 0xFF00(generic(sym)+4).
+      detail::Number n;
+      if (!detail::parse_number(t.text, n) || n.kind != detail::Number::Kind::integer ||
+          n.bits == 0)
+        fail(t, "invalid address mask '" + std::string(t.text) + "'");
+      next();
+      next();  // '('
+      in.mask = n.bits;
+      const Token& st = peek();
+      if (st.kind == Tok::ident && st.text == "generic" && is_punct('(', 1)) {
+        next();
+        next();
+        in.generic = true;
+        init_symbol(in);
+        expect(')');
+        in.offset += offset_suffix();
+      } else {
+        init_symbol(in);
+      }
+      expect(')');
     } else {
       bool neg = accept('-');
       const Token& nt = peek();
@@ -1545,6 +1582,8 @@ class Parser {
 }  // namespace
 
 std::optional<Module> parse(std::string_view text, std::vector<Diagnostic>& diagnostics) {
+  // Images from fat binaries and cuModuleLoadData end in NUL padding: not part of the text.
+  while (!text.empty() && text.back() == '\0') text.remove_suffix(1);
   try {
     Parser p(text, diagnostics);
     return p.run();

@@ -901,7 +901,7 @@ TEST(Diagnostics, ClearMessagesWithPositions) {
   EXPECT_EQ(parse_error(h + ".visible .entry k()\n{\n  .reg .b32 %r<9999999999>;\n}\n"),
             "6:16: register range too large");
   EXPECT_EQ(parse_error(h + ".global .u32 x = \"abc;\n"), "4:18: unterminated string");
-  EXPECT_EQ(parse_error(h + "\x01"), "4:1: invalid character '\x01'");
+  EXPECT_EQ(parse_error(h + "\x01"), "4:1: invalid character '\\x01'");
 }
 
 TEST(Diagnostics, NeverCrashOnTruncationsAndGarbage) {
@@ -1153,6 +1153,108 @@ TEST(Diagnostics, MoreRejections) {
   EXPECT_EQ(parse_error(h + ".visible .entry k()\n{\n  ld.global.u32\n"),
             "7:1: expected ';', found end of input");
   EXPECT_EQ(parse_error(h + "/* never closed\n"), "4:1: unterminated comment");
+  // Trailing NUL padding (fat binary images) is not text; an embedded NUL is.
+  EXPECT_EQ(parse_error(h + std::string(3, '\0')), "");
+  EXPECT_EQ(parse_error(h + std::string(1, '\0') + ".global .u32 x;\n"),
+            "4:1: invalid character '\\x00'");
   // A module without functions or a .target is still a module (nothing to reject).
   EXPECT_EQ(parse_error(""), "");
+}
+
+TEST(Types, SizesNamesAndClasses) {
+  EXPECT_EQ(size_of(Type::none), 0u);
+  EXPECT_EQ(size_of(Type::pred), 1u);
+  EXPECT_EQ(size_of(Type::b1), 1u);
+  EXPECT_EQ(size_of(Type::u16), 2u);
+  EXPECT_EQ(size_of(Type::bf16), 2u);
+  EXPECT_EQ(size_of(Type::e4m3x2), 2u);
+  EXPECT_EQ(size_of(Type::f16x2), 4u);
+  EXPECT_EQ(size_of(Type::tf32), 4u);
+  EXPECT_EQ(size_of(Type::s64), 8u);
+  EXPECT_EQ(size_of(Type::b128), 16u);
+  EXPECT_TRUE(is_float(Type::f16));
+  EXPECT_TRUE(is_float(Type::e5m2));
+  EXPECT_TRUE(is_float(Type::f64));
+  EXPECT_FALSE(is_float(Type::b32));
+  EXPECT_FALSE(is_float(Type::u64));
+  EXPECT_TRUE(is_signed(Type::s8));
+  EXPECT_FALSE(is_signed(Type::u32));
+  EXPECT_FALSE(is_signed(Type::f32));
+  // Names round-trip through the parser: every type as a .reg type.
+  for (unsigned i = 1; i <= static_cast<unsigned>(Type::b1); ++i) {
+    auto t = static_cast<Type>(i);
+    std::string text =
+        std::string(kHeader) + ".visible .entry k()\n{\n  .reg ." + name_of(t) + " %x;\n}\n";
+    Module m = parse_ok(text);
+    ASSERT_EQ(m.functions.size(), 1u);
+    ASSERT_EQ(m.functions[0].registers.size(), 1u);
+    EXPECT_EQ(m.functions[0].registers[0].type, t) << name_of(t);
+  }
+  EXPECT_STREQ(name_of(Space::shared_cluster), "shared::cluster");
+  EXPECT_STREQ(name_of(Space::const_), "const");
+  EXPECT_STREQ(name_of(Opcode::cp_async_wait_group), "cp.async.wait_group");
+  EXPECT_STREQ(name_of(Opcode::and_), "and");
+  Variable v;
+  v.type = Type::f32;
+  v.vec = 4;
+  v.dims = {3, 2};
+  EXPECT_EQ(v.size_bytes(), 96u);
+  v.dims = {~std::uint64_t{0}, 4};  // saturates instead of wrapping
+  EXPECT_EQ(v.size_bytes(), ~std::uint64_t{0});
+  Param p;
+  p.type = Type::b8;
+  p.dims = {24};
+  EXPECT_EQ(p.size_bytes(), 24u);
+}
+
+TEST(Fixtures, PointersInsideInitialisedStructs) {
+  Module m = fixture("packed.compute_75.ptx");
+  const Variable& s = global(m, "s");
+  EXPECT_EQ(s.type, Type::u64);
+  ASSERT_EQ(s.init.size(), 3u);
+  EXPECT_EQ(s.init[0].bits, 7u);
+  EXPECT_TRUE(s.init[1].is_symbol);
+  EXPECT_EQ(s.init[1].offset, 4);
+  EXPECT_EQ(s.init[1].mask, 0u);
+  EXPECT_EQ(s.init[2].bits, 1075838976u);  // 2.5f, then padding
+  // A pointer at offset 1 of a packed struct: eight byte-masks of the same address.
+  const Variable& q = global(m, "q");
+  EXPECT_EQ(q.type, Type::u8);
+  EXPECT_EQ(q.size_bytes(), 9u);
+  ASSERT_EQ(q.init.size(), 9u);
+  EXPECT_FALSE(q.init[0].is_symbol);
+  EXPECT_EQ(q.init[0].bits, 120u);
+  for (unsigned k = 1; k < 9; ++k) {
+    EXPECT_TRUE(q.init[k].is_symbol);
+    EXPECT_TRUE(q.init[k].generic);
+    EXPECT_EQ(q.init[k].offset, 4);
+    EXPECT_EQ(q.init[k].mask, std::uint64_t{0xFF} << (8 * (k - 1)));
+    EXPECT_EQ(m.globals[q.init[k].sym.index].name, "tbl");
+  }
+}
+
+TEST(Fixtures, VirtualFunctionsAndHeap) {
+  Module m = fixture("virtual.compute_75.ptx");
+  const Variable& vt = global(m, "_ZTV3Der");
+  ASSERT_EQ(vt.init.size(), 5u);
+  EXPECT_FALSE(vt.init[0].is_symbol);
+  ASSERT_EQ(vt.init[2].sym.kind, SymbolRef::Kind::function);
+  const Function& f = m.functions[vt.init[2].sym.index];
+  EXPECT_EQ(f.name, "_ZN3Der1fEi");
+  EXPECT_TRUE(f.has_body);  // the declaration and the later definition are one function
+  int named = 0;
+  for (auto& fn : m.functions) named += fn.name == "_ZN3Der1fEi";
+  EXPECT_EQ(named, 1);
+  EXPECT_FALSE(func(m, "malloc").has_body);
+  EXPECT_EQ(func(m, "malloc").returns.size(), 1u);
+  const Function& k = func(m, "virt");
+  EXPECT_EQ(insn(k, "membar.gl").op, Opcode::membar);
+  EXPECT_EQ(insn(k, "membar.sys").op, Opcode::membar);
+  const Instruction& trap = insn(k, "trap");
+  EXPECT_TRUE(trap.guarded);
+  EXPECT_EQ(k.registers[trap.guard_reg].type, Type::pred);
+  bool indirect = false;
+  for (auto& in : k.body)
+    indirect |= in.op == Opcode::call && in.operands[1].kind == Operand::Kind::reg;
+  EXPECT_TRUE(indirect);  // the virtual call
 }

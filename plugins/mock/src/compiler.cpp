@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "fission.hpp"
+#include "inline_asm.hpp"
 #include "kernels.hpp"
 
 extern char** environ;
@@ -1015,8 +1016,22 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
 
   // Kernels are analysed on the source as compiled (extern __shared__ rewritten; same lines).
   // Generated sources (PTX translated by ptx/) carry their own kernel table and #lines.
-  const std::string src =
+  std::string src =
       generated ? std::string(request.source) : rewrite_dynamic_shared(std::string(request.source));
+  // Inline PTX (asm statements) becomes calls of functions translated by the PTX front end.
+  std::string asm_preamble;
+  if (!generated) {
+    std::string asm_error;
+    if (!rewrite_inline_asm(src, asm_preamble, asm_error)) {
+      const auto colon = asm_error.find(':');
+      result.log =
+          name + ":" + asm_error.substr(5, colon == std::string::npos ? 0 : colon - 5) +
+          ": error: " + (colon == std::string::npos ? asm_error : asm_error.substr(colon + 2)) +
+          "\n";
+      result.success = false;
+      return be::kOk;
+    }
+  }
   std::vector<KernelDecl> kernels;
   std::string twins;
   if (!generated) {
@@ -1029,7 +1044,9 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   }
   auto program_text = [&] {
     if (generated) return src;
-    return "#line 1 " + quote(name) + "\n" + src + "\n#line 1 " + quote(kFissionFile) + "\n" +
+    return (asm_preamble.empty() ? std::string()
+                                 : "#line 1 \"<inline PTX>\"\n" + asm_preamble + "\n") +
+           "#line 1 " + quote(name) + "\n" + src + "\n#line 1 " + quote(kFissionFile) + "\n" +
            twins + "\n#line 1 " + quote(kRegistrationFile) + "\n" +
            registration(kernels, request.name_expressions);
   };

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include "cudamux/ptx/cfg.hpp"
+#include "cudamux/ptx/emit_cpp.hpp"
+#include "cudamux/ptx/ir.hpp"
+
 namespace cudamux::mock {
 namespace {
 
@@ -309,10 +313,15 @@ std::vector<AsmStatement> find_asm_statements(std::string_view source, std::stri
 }
 
 bool asm_functions_ptx(const std::vector<AsmStatement>& statements, std::string& ptx,
-                       std::string& error) {
+                       std::string& error, std::vector<unsigned>* first_lines) {
   ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
   for (std::size_t k = 0; k < statements.size(); ++k) {
     const AsmStatement& st = statements[k];
+    if (first_lines != nullptr) {
+      unsigned l = 1;
+      for (char c : ptx) l += c == '\n';
+      first_lines->push_back(l);
+    }
     const std::string fn = "cudamux_asm_" + std::to_string(k);
     std::string body;
     // The template with operands replaced by registers: %N, %[name], %% and %= (unique id).
@@ -376,8 +385,12 @@ bool asm_functions_ptx(const std::vector<AsmStatement>& statements, std::string&
   return true;
 }
 
-std::string asm_call(const AsmStatement& st, std::size_t index, std::string_view original) {
-  std::string call = "::cudamux_asm_call_" + std::to_string(index) + "(";
+std::string asm_call(const AsmStatement& st, std::size_t index, std::string_view original,
+                     bool collective) {
+  // "sync" in the name: the compiler's barrier analysis then sees that a barrier or warp
+  // collective can be reached through the call (and never runs the kernel without fibers).
+  std::string call = std::string(collective ? "::cudamux_asm_sync_call_" : "::cudamux_asm_call_") +
+                     std::to_string(index) + "(";
   for (std::size_t o = 0; o < st.operands.size(); ++o) {
     if (o != 0) call += ", ";
     call += "(" + st.operands[o].expression + ")";
@@ -389,7 +402,9 @@ std::string asm_call(const AsmStatement& st, std::size_t index, std::string_view
   return call;
 }
 
-std::string asm_wrappers(const std::vector<AsmStatement>& statements) {
+std::string asm_wrappers(const std::vector<AsmStatement>& statements,
+                         const std::vector<std::string>& functions,
+                         const std::vector<bool>& collective) {
   std::string out;
   for (std::size_t k = 0; k < statements.size(); ++k) {
     const AsmStatement& st = statements[k];
@@ -407,15 +422,57 @@ std::string asm_wrappers(const std::vector<AsmStatement>& statements) {
         unpack += "  ::cudamux::ptx::asm_out<" + std::string(cpp_type(op.letter)) + ">(a" + n +
                   ", slots + " + n + ");\n";
     }
-    const std::string fn = "cudamux_asm_" + std::to_string(k);
-    out += (tparams.empty() ? std::string() : "template <" + tparams + ">\n") +
-           "__attribute__((always_inline)) inline void cudamux_asm_call_" + std::to_string(k) +
-           "(" + params + ") {\n  unsigned long long slots[" +
-           std::to_string(st.operands.empty() ? 1 : st.operands.size()) + "] = {};\n" + pack +
-           "  const void* args = slots;\n  " + fn + "(reinterpret_cast<const char*>(&args));\n" +
-           unpack + "}\n";
+    const std::string fn = k < functions.size() ? functions[k] : "cudamux_asm_" + std::to_string(k);
+    out +=
+        (tparams.empty() ? std::string() : "template <" + tparams + ">\n") +
+        "__attribute__((always_inline)) inline void " +
+        (k < collective.size() && collective[k] ? "cudamux_asm_sync_call_" : "cudamux_asm_call_") +
+        std::to_string(k) + "(" + params + ") {\n  unsigned long long slots[" +
+        std::to_string(st.operands.empty() ? 1 : st.operands.size()) + "] = {};\n" + pack +
+        "  const void* args = slots;\n  " + fn + "(reinterpret_cast<const char*>(&args));\n" +
+        unpack + "}\n";
   }
   return out;
+}
+
+bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string& error) {
+  preamble.clear();
+  const auto statements = find_asm_statements(source, error);
+  if (!error.empty()) return false;
+  if (statements.empty()) return true;
+  std::string ptx;
+  std::vector<unsigned> first_lines;
+  if (!asm_functions_ptx(statements, ptx, error, &first_lines)) return false;
+  std::vector<ptx::Diagnostic> diagnostics;
+  const auto module = ptx::parse(ptx, diagnostics);
+  if (!module) {
+    // The statement whose function holds the first problem.
+    const unsigned at = diagnostics.empty() ? 0 : diagnostics.front().loc.line;
+    std::size_t k = 0;
+    while (k + 1 < first_lines.size() && first_lines[k + 1] <= at) ++k;
+    error = "line " + std::to_string(statements[k].line) + ": inline PTX: " +
+            (diagnostics.empty() ? std::string("does not parse") : diagnostics.front().message);
+    return false;
+  }
+  ptx::EmitOptions options;
+  options.library = true;
+  options.module_name = "inline PTX";
+  const ptx::EmitResult emitted = ptx::emit_cpp(*module, options);
+  std::vector<std::string> names;
+  for (const auto& n : emitted.function_names) names.push_back("::cudamux_inline_ptx::" + n);
+  const auto reach = ptx::analyse_reach(*module);
+  std::vector<bool> collective;
+  for (const auto& r : reach)
+    collective.push_back(r.cta_barrier || r.warp_collective || r.grid_sync);
+  preamble = "#include \"cudamux/ptx_asm.h\"\n" + emitted.source +
+             asm_wrappers(statements, names, collective);
+  for (std::size_t k = statements.size(); k-- > 0;) {
+    const AsmStatement& st = statements[k];
+    const std::string original = source.substr(st.begin, st.end - st.begin);
+    source.replace(st.begin, st.end - st.begin,
+                   asm_call(st, k, original, k < collective.size() && collective[k]));
+  }
+  return true;
 }
 
 }  // namespace cudamux::mock

@@ -35,12 +35,22 @@ std::vector<AsmStatement> find_asm_statements(std::string_view source, std::stri
 
 // The PTX module of the statements (one .func per statement, named cudamux_asm_<i>), or an
 // error naming the statement's line when a template refers to an operand that does not exist.
+// first_lines (optional) receives the PTX line on which each statement's function starts.
 bool asm_functions_ptx(const std::vector<AsmStatement>& statements, std::string& ptx,
-                       std::string& error);
+                       std::string& error, std::vector<unsigned>* first_lines = nullptr);
 
 // The C++ a statement becomes: a call of its wrapper (the line count of the original text is
 // kept so that later lines keep their numbers), and the wrappers themselves.
-std::string asm_call(const AsmStatement& statement, std::size_t index, std::string_view original);
-std::string asm_wrappers(const std::vector<AsmStatement>& statements);
+std::string asm_call(const AsmStatement& statement, std::size_t index, std::string_view original,
+                     bool collective = false);
+// `functions`: the C++ names the PTX back end gave cudamux_asm_<i> (namespace included).
+std::string asm_wrappers(const std::vector<AsmStatement>& statements,
+                         const std::vector<std::string>& functions,
+                         const std::vector<bool>& collective = {});
+
+// The whole rewrite of one source: the C++ to put before it (the translated statements and
+// their wrappers; empty when there are none) and the source with each statement replaced by
+// a call. False with a message naming the line when a statement cannot be translated.
+bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string& error);
 
 }  // namespace cudamux::mock

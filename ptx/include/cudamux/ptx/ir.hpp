@@ -218,6 +218,9 @@ struct Initializer {
   SymbolRef sym;
   std::int64_t offset = 0;
   bool generic = false;
+  // `0xFF00(generic(sym)+4)` (nvcc's form for a pointer at an unaligned offset of a .u8 array):
+  // the element is (address & mask) >> (index of the mask's lowest set bit). 0: no mask.
+  std::uint64_t mask = 0;
 };
 
 struct Variable {

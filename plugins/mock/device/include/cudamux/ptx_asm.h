@@ -7,10 +7,19 @@
 
 namespace cudamux::ptx {
 
+template <class T>
+struct asm_is_pointer {
+  static constexpr bool value = false;
+};
+template <class T>
+struct asm_is_pointer<T*> {
+  static constexpr bool value = true;
+};
+
 template <class R, class T>
 __attribute__((always_inline)) inline void asm_in(unsigned long long* slot, const T& v) {
   R r;
-  if constexpr (__is_pointer(T)) {
+  if constexpr (asm_is_pointer<T>::value) {
     r = static_cast<R>(reinterpret_cast<unsigned long long>(v));
   } else if constexpr (sizeof(T) == sizeof(R) && __is_trivially_copyable(T)) {
     __builtin_memcpy(&r, &v, sizeof r);
@@ -24,7 +33,7 @@ template <class R, class T>
 __attribute__((always_inline)) inline void asm_out(T& out, const unsigned long long* slot) {
   R r;
   __builtin_memcpy(&r, slot, sizeof r);
-  if constexpr (__is_pointer(T)) {
+  if constexpr (asm_is_pointer<T>::value) {
     out = reinterpret_cast<T>(static_cast<unsigned long long>(r));
   } else if constexpr (sizeof(T) == sizeof(R) && __is_trivially_copyable(T)) {
     __builtin_memcpy(&out, &r, sizeof r);
