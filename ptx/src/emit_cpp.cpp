@@ -698,9 +698,13 @@ void Emitter::emit_globals() {
           res_.unsupported.push_back({v.loc, "initializer of '" + v.name + "': bad symbol"});
           continue;
         }
-        ctor << "  { u64 a = ::cudamux_ptx_rt::ga(" << target << " + " << in.offset
-             << "); __builtin_memcpy(" << global_names_[g] << " + " << at << ", &a, "
-             << std::min<unsigned>(es, 8) << "); }\n";
+        // `0xFF00(generic(sym)+4)`: one byte of an address in a byte array.
+        std::string masked;
+        if (in.mask != 0)
+          masked = " & " + hex(in.mask) + ") >> " + std::to_string(__builtin_ctzll(in.mask));
+        ctor << "  { u64 a = " << (masked.empty() ? "" : "(") << "::cudamux_ptx_rt::ga(" << target
+             << " + " << in.offset << ")" << masked << "; __builtin_memcpy(" << global_names_[g]
+             << " + " << at << ", &a, " << std::min<unsigned>(es, 8) << "); }\n";
         continue;
       }
       for (unsigned b = 0; b < es && b < 8; ++b)

@@ -932,6 +932,15 @@ TEST(PtxEmitRun, GlobalsAreFoundByNameWithTheirInitialBytesAndAddresses) {
   ptrs.type = Type::u64;
   ptrs.dims = {1};
   ptrs.init.push_back({true, 0, {SymbolRef::Kind::global, 0}, 4, true});
+  Variable bytes;  // .global .u8 bytes[8] = {0xFF(generic(table)+4), 0xFF00(generic(table)+4), ...}
+  bytes.name = "bytes";
+  bytes.type = Type::u8;
+  bytes.dims = {8};
+  for (int b = 0; b < 8; ++b) {
+    Initializer in{true, 0, {SymbolRef::Kind::global, 0}, 4, true};
+    in.mask = 0xffull << (8 * b);
+    bytes.init.push_back(in);
+  }
   // k(u32* out): out[0] = table[2] + ((u32*)ptrs[0])[0]
   FB k("k");
   k.param("k_param_0", Type::u64);
@@ -945,7 +954,7 @@ TEST(PtxEmitRun, GlobalsAreFoundByNameWithTheirInitialBytesAndAddresses) {
   k.I(Opcode::add, "add.s32", {Type::s32}, {R(r1), R(r1), R(r2)});
   k.I(Opcode::st, "st.global.u32", {Type::u32}, {Addr(rd1), R(r1)}).space = Space::global;
   k.I(Opcode::ret, "ret", {}, {});
-  const EmitResult r = emit_cpp(module_of({k.f}, {table, ptrs}));
+  const EmitResult r = emit_cpp(module_of({k.f}, {table, ptrs, bytes}));
   auto l = load(r);
   ASSERT_TRUE(l->desc) << l->error;
   auto* t = static_cast<std::uint32_t*>(dlsym(l->handle, "table"));
@@ -954,6 +963,10 @@ TEST(PtxEmitRun, GlobalsAreFoundByNameWithTheirInitialBytesAndAddresses) {
   EXPECT_EQ(t[0], 1u);
   EXPECT_EQ(t[2], 0xdeadbeefu);
   EXPECT_EQ(*p, reinterpret_cast<std::uint64_t>(t + 1));
+  // Byte-masked address initializers: the bytes of the address, little-endian.
+  auto* b = static_cast<std::uint64_t*>(dlsym(l->handle, "bytes"));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*b, reinterpret_cast<std::uint64_t>(t + 1));
   t[1] = 40;  // like cuMemcpyHtoD to cuModuleGetGlobal's address
   std::uint32_t out = 0;
   ASSERT_EQ(launch(l->kernel("k"), {1, 1, 1}, {1, 1, 1}, {arg(&out)}), 0);
