@@ -2017,6 +2017,9 @@ std::string Emitter::collective(const Instruction& ins) {
     case Opcode::barrier:
     case Opcode::bar_red: {
       const bool red = ins.op == Opcode::bar_red || ins.boolop != BoolOp::none;
+      // A cluster is this one block: barrier.cluster.arrive does nothing and .wait is the
+      // block's barrier (every thread arrived before any passes it).
+      if (ins.mode == Mode::arrive && ins.scope == Scope::cluster) return ";";
       if (ins.mode == Mode::arrive) break;  // needs split arrival counting: not yet
       if (!red) {
         const std::string id = ins.operands.empty() ? "0u" : rd(opnd(ins, 0), Type::u32);

@@ -734,6 +734,10 @@ TEST(PtxEmit, EveryExecutedFormCompiles) {
   I(O::elect, "elect.sync", {}, {Sink(), R(p), Imm(-1)}).dest_pair = true;
   I(O::bar_warp_sync, "bar.warp.sync", {}, {Imm(-1)});
   I(O::barrier, "barrier.sync.aligned", {}, {Imm(1), Imm(64)}).sync = true;
+  auto& ca = I(O::barrier, "barrier.cluster.arrive", {}, {});
+  ca.mode = Mode::arrive;
+  ca.scope = Scope::cluster;
+  I(O::barrier, "barrier.cluster.wait", {}, {}).scope = Scope::cluster;
   I(O::bar_red, "bar.red.or.pred", {T::pred}, {R(p), Imm(0), Imm(64), R(q, true)}).boolop =
       BoolOp::or_;
   // control
