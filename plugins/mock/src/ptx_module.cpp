@@ -43,6 +43,9 @@ be::Status translate_ptx(const be::ModuleImage& image, MockCompiler& compiler, s
   request.source = emitted.source;
   request.name = "ptx";
   request.options.arch = static_cast<int>(module->arch);
+  // PTX says exactly where multiplies and adds fuse (fma, mad): g++ must not fuse others
+  // (`mul.rn` + `add.rn` stay two roundings).
+  request.options.fmad = false;
   be::CompileResult result;
   if (const auto st = compiler.compile_generated(request, result); !st.ok()) return st;
   if (!result.success) {
