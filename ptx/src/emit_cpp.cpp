@@ -1170,6 +1170,7 @@ std::string Emitter::instruction(const Instruction& ins) {
     case Opcode::bfind:
     case Opcode::fns:
     case Opcode::brev:
+    case Opcode::bmsk:
     case Opcode::bfe:
     case Opcode::bfi:
     case Opcode::dp4a:
@@ -1481,6 +1482,10 @@ std::string Emitter::arith(const Instruction& ins) {
       return wr(d, unsigned_of(t),
                 ops + "bfi<" + U + ">(" + A(unsigned_of(t)) + ", " + B(unsigned_of(t)) + ", " +
                     C(Type::u32) + ", " + rd(opnd(ins, 4), Type::u32) + ")");
+    case Opcode::bmsk:  // bmsk.{clamp,wrap}.b32 (sm_70): a mask of b bits from bit a
+      return wr(d, Type::u32,
+                ops + "bmsk(" + A(Type::u32) + ", " + B(Type::u32) + ", " +
+                    (ins.wrap ? "true" : "false") + ")");
     case Opcode::fns:
       return wr(d, Type::u32,
                 ops + "fns(" + A(Type::u32) + ", " + B(Type::u32) + ", " + C(Type::s32) + ")");

@@ -130,6 +130,7 @@ const char* name_of(Opcode op) noexcept {
                                           "bfind",
                                           "fns",
                                           "brev",
+                                          "bmsk",
                                           "bfe",
                                           "bfi",
                                           "dp4a",

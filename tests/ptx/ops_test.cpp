@@ -1059,3 +1059,15 @@ TEST(PtxOpsRuntime, AssertfailAndTrapEndTheLaunch) {
 }
 
 }  // namespace
+
+// bmsk (sm_70; Thrust's radix sort emits it): the ISA's example and both modes' edges.
+TEST(PtxOpsBits, BmskFollowsTheIsa) {
+  using cudamux::ptx::bmsk;
+  EXPECT_EQ(bmsk(1, 2, true), 0x6u);  // the ISA's example
+  EXPECT_EQ(bmsk(0, 32, false), 0xffffffffu);
+  EXPECT_EQ(bmsk(4, 40, false), 0xfffffff0u);  // width past 32 saturates
+  EXPECT_EQ(bmsk(33, 2, false), 0u);           // position past 32: nothing
+  EXPECT_EQ(bmsk(33, 2, true), 0x6u);          // ... but wraps in .wrap mode
+  EXPECT_EQ(bmsk(8, 0, true), 0u);
+  EXPECT_EQ(bmsk(28, 8, true), 0xf0000000u);  // a + b past 32
+}

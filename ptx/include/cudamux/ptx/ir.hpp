@@ -60,7 +60,7 @@ const char* name_of(Space s) noexcept;
 enum class Opcode : std::uint16_t {
   // integer and float arithmetic
   add, sub, mul, mad, mul24, mad24, sad, div, rem, abs, neg, min, max, popc, clz, bfind, fns,
-  brev, bfe, bfi, dp4a, dp2a, addc, subc, madc, fma, rcp, sqrt, rsqrt, sin, cos, lg2, ex2, tanh,
+  brev, bmsk, bfe, bfi, dp4a, dp2a, addc, subc, madc, fma, rcp, sqrt, rsqrt, sin, cos, lg2, ex2, tanh,
   copysign, testp,
   // comparison and selection
   set, setp, selp, slct,

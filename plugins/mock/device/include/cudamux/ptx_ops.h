@@ -2199,4 +2199,21 @@ inline void trap(const char* why) {
   cudamux_trap();  // unwinds the launch; returns only outside one
   __builtin_trap();
 }
+// bmsk.{clamp,wrap}.b32 d, a, b: the PTX ISA's semantics (a mask of b bits starting at bit a;
+// .clamp: a or b of 32 or more give the documented saturated results, .wrap: both mod 32).
+inline u32 bmsk(u32 a, u32 b, bool wrap) {
+  const u32 a1 = a & 0x1f, b1 = b & 0x1f, sum = a1 + b1;
+  u32 mask0 = ~0u << a1;
+  bool overflow = sum >= 32;
+  if (!wrap) {
+    if (a >= 32) {
+      overflow = true;
+      mask0 = 0;
+    }
+    if (b >= 32) overflow = true;
+  }
+  u32 mask1 = overflow ? 0u : (b1 == 0 ? ~0u : ~0u << sum);
+  return mask0 & ~mask1;
+}
+
 }  // namespace cudamux::ptx
