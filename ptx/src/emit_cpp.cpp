@@ -517,6 +517,7 @@ class Emitter {
   std::vector<std::vector<std::uint64_t>> local_shared_off_;  // per function, per local
   std::vector<bool> reaches_sync_;
   std::uint64_t static_shared_ = 0;
+  std::vector<std::uint64_t> kernel_shared_used_;  // per function: .shared a kernel reaches
   std::set<std::pair<std::uint64_t, std::uint32_t>> bytes_structs_;
 
   // current function
@@ -555,8 +556,75 @@ std::uint64_t param_align(const Param& p) {
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
 void Emitter::layout_shared() {
-  std::uint64_t at = 0, max_align = 16;
-  auto place = [&](const Variable& v) -> std::uint64_t {
+  // Which kernels reach each function (calls, and anything an indirect call may reach) and
+  // which functions touch each module-scope .shared variable: a variable one kernel alone
+  // reaches may share its bytes with another kernel's, so a module of many kernels (Thrust,
+  // CUB) needs the largest kernel's shared memory per block, not the sum of all of them.
+  const std::size_t nf = m_.functions.size(), ng = m_.globals.size();
+  std::vector<std::vector<std::uint32_t>> callees(nf);
+  std::vector<bool> indirect_caller(nf, false), address_taken(nf, false);
+  std::vector<std::vector<std::uint32_t>> users(ng);  // functions referencing each global
+  std::vector<bool> global_everywhere(ng, false);     // referenced from initialisers
+  auto visit_operand = [&](auto& self, const Operand& o, std::uint32_t fi, bool call_target) -> void {
+    if (o.sym.kind == SymbolRef::Kind::function && o.sym.index < nf) {
+      if (call_target)
+        callees[fi].push_back(o.sym.index);
+      else
+        address_taken[o.sym.index] = true;
+    }
+    if (o.sym.kind == SymbolRef::Kind::global && o.sym.index < ng) users[o.sym.index].push_back(fi);
+    for (const auto& e : o.elems) self(self, e, fi, false);
+  };
+  for (std::uint32_t fi = 0; fi < nf; ++fi)
+    for (const auto& ins : m_.functions[fi].body)
+      for (std::size_t k = 0; k < ins.operands.size(); ++k) {
+        const bool target = ins.op == Opcode::call && k == 1;
+        if (target && ins.operands[k].kind == Operand::Kind::reg) indirect_caller[fi] = true;
+        visit_operand(visit_operand, ins.operands[k], fi, target);
+      }
+  for (const auto& g : m_.globals)
+    for (const auto& in : g.init)
+      if (in.is_symbol && in.sym.kind == SymbolRef::Kind::global && in.sym.index < ng)
+        global_everywhere[in.sym.index] = true;
+  for (const auto& g : m_.globals)
+    for (const auto& in : g.init)
+      if (in.is_symbol && in.sym.kind == SymbolRef::Kind::function && in.sym.index < nf)
+        address_taken[in.sym.index] = true;
+  // kernels_of[fi]: the kernels (function indices) that reach fi.
+  std::vector<std::set<std::uint32_t>> kernels_of(nf);
+  for (std::uint32_t k = 0; k < nf; ++k) {
+    if (!m_.functions[k].is_entry) continue;
+    std::vector<std::uint32_t> stack{k};
+    std::vector<bool> seen(nf, false);
+    seen[k] = true;
+    while (!stack.empty()) {
+      const std::uint32_t f = stack.back();
+      stack.pop_back();
+      kernels_of[f].insert(k);
+      auto push = [&](std::uint32_t c) {
+        if (c < nf && !seen[c]) {
+          seen[c] = true;
+          stack.push_back(c);
+        }
+      };
+      for (auto c : callees[f]) push(c);
+      if (indirect_caller[f])
+        for (std::uint32_t c = 0; c < nf; ++c)
+          if (address_taken[c]) push(c);
+    }
+  }
+  // Owner kernel of each .shared variable, or none when several (or unknown) kernels reach it.
+  constexpr std::uint32_t kShared = ~std::uint32_t{0};
+  auto owner_of = [&](const std::set<std::uint32_t>& ks) { return ks.size() == 1 ? *ks.begin() : kShared; };
+  std::vector<std::uint32_t> global_owner(ng, kShared);
+  for (std::size_t g = 0; g < ng; ++g) {
+    if (m_.globals[g].space != Space::shared || global_everywhere[g]) continue;
+    std::set<std::uint32_t> ks;
+    for (auto fi : users[g]) ks.insert(kernels_of[fi].begin(), kernels_of[fi].end());
+    global_owner[g] = owner_of(ks);
+  }
+  std::uint64_t max_align = 16;
+  auto place = [&](const Variable& v, std::uint64_t& at) -> std::uint64_t {
     if (v.is_extern) return ~std::uint64_t{0};  // dynamic: fixed up below
     const std::uint64_t a = var_align(v);
     max_align = std::max(max_align, a);
@@ -565,17 +633,38 @@ void Emitter::layout_shared() {
     at += var_size(v);
     return off;
   };
-  global_shared_off_.assign(m_.globals.size(), 0);
-  for (std::size_t g = 0; g < m_.globals.size(); ++g)
-    if (m_.globals[g].space == Space::shared) global_shared_off_[g] = place(m_.globals[g]);
-  local_shared_off_.resize(m_.functions.size());
-  for (std::size_t fi = 0; fi < m_.functions.size(); ++fi) {
+  // Variables of several kernels first, then each kernel's own from the same offset.
+  std::uint64_t common = 0;
+  global_shared_off_.assign(ng, 0);
+  local_shared_off_.resize(nf);
+  for (std::size_t fi = 0; fi < nf; ++fi) local_shared_off_[fi].assign(m_.functions[fi].locals.size(), 0);
+  for (std::size_t g = 0; g < ng; ++g)
+    if (m_.globals[g].space == Space::shared && global_owner[g] == kShared)
+      global_shared_off_[g] = place(m_.globals[g], common);
+  for (std::size_t fi = 0; fi < nf; ++fi) {
     const auto& f = m_.functions[fi];
-    local_shared_off_[fi].assign(f.locals.size(), 0);
+    if (owner_of(kernels_of[fi]) != kShared) continue;
     for (std::size_t l = 0; l < f.locals.size(); ++l)
-      if (f.locals[l].space == Space::shared) local_shared_off_[fi][l] = place(f.locals[l]);
+      if (f.locals[l].space == Space::shared) local_shared_off_[fi][l] = place(f.locals[l], common);
   }
-  static_shared_ = round_up(at, max_align);
+  std::uint64_t largest = common;
+  kernel_shared_used_.assign(nf, 0);
+  for (std::uint32_t k = 0; k < nf; ++k) {
+    if (!m_.functions[k].is_entry) continue;
+    std::uint64_t at = common;
+    for (std::size_t g = 0; g < ng; ++g)
+      if (m_.globals[g].space == Space::shared && global_owner[g] == k)
+        global_shared_off_[g] = place(m_.globals[g], at);
+    for (std::size_t fi = 0; fi < nf; ++fi) {
+      if (owner_of(kernels_of[fi]) != k) continue;
+      const auto& f = m_.functions[fi];
+      for (std::size_t l = 0; l < f.locals.size(); ++l)
+        if (f.locals[l].space == Space::shared) local_shared_off_[fi][l] = place(f.locals[l], at);
+    }
+    kernel_shared_used_[k] = at;
+    largest = std::max(largest, at);
+  }
+  static_shared_ = round_up(largest, max_align);
   for (auto& o : global_shared_off_)
     if (o == ~std::uint64_t{0}) o = static_shared_;
   for (auto& v : local_shared_off_)
@@ -2170,7 +2259,8 @@ void Emitter::emit_registration() {
     const unsigned flags = reaches_sync_[fi] ? 0u : 1u;  // CUDAMUX_KERNEL_NO_BARRIERS
     o_ << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<&" << f.name
        << ", " << flags << "u>(static_cast<int>(" << threads << "), static_cast<int>("
-       << f.minnctapersm << "), nullptr, " << static_shared_ << "u);\n";
+       << f.minnctapersm << "), nullptr, " << static_shared_ << "u, " << kernel_shared_used_[fi]
+       << "u);\n";
     refs.push_back("&" + var);
   }
   o_ << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* "

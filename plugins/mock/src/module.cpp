@@ -170,7 +170,7 @@ be::Status MockFunction::attribute(CUfunction_attribute attr, int& value) const 
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
       // PTX kernels: their module's .shared layout. NVRTC kernels: 0, their static __shared__
       // lives in thread-local storage.
-      value = static_cast<int>(desc_->static_shared_bytes);
+      value = static_cast<int>(desc_->static_shared_used);
       return be::kOk;
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:

@@ -32,6 +32,9 @@ typedef struct cudamux_kernel_desc {
   // launcher allocates this much in front of cudamux_dyn_shared. 0 for NVRTC kernels, whose
   // __shared__ variables are thread_local statics.
   unsigned static_shared_bytes;
+  // Of those, the bytes this kernel's own .shared variables take (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  // and occupancy): kernels of one module overlap their variables in the window.
+  unsigned static_shared_used;
 } cudamux_kernel_desc;
 
 // Kernel flags, set by the compiler from its source analysis.

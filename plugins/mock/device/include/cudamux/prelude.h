@@ -652,7 +652,7 @@ struct kernel<K, Flags, B> {
     run(static_cast<const char*>(p), start, iseq<unsigned, __integer_pack(sizeof...(A))...>{});
   }
   static cudamux_kernel_desc desc(int max_threads, int min_blocks, const char* expr,
-                                  unsigned static_shared = 0) {
+                                  unsigned static_shared = 0, unsigned shared_used = 0) {
     return cudamux_kernel_desc{reinterpret_cast<const void*>(K),
                                &loop,
                                static_cast<unsigned>(sizeof...(A)),
@@ -663,14 +663,15 @@ struct kernel<K, Flags, B> {
                                min_blocks,
                                expr,
                                Flags,
-                               static_shared};
+                               static_shared,
+                               shared_used};
   }
 };
 template <auto K, unsigned Flags = 0, auto B = nullptr>
 inline const cudamux_kernel_desc entry(int max_threads, int min_blocks, const char* expr,
-                                       unsigned static_shared = 0) {
+                                       unsigned static_shared = 0, unsigned shared_used = 0) {
   static_assert(sizeof(K) != 0, "");
-  return kernel<K, Flags, B>::desc(max_threads, min_blocks, expr, static_shared);
+  return kernel<K, Flags, B>::desc(max_threads, min_blocks, expr, static_shared, shared_used);
 }
 template <class T>
 struct is_kernel_ptr {
@@ -686,7 +687,7 @@ inline const cudamux_kernel_desc named(const char* expr) {
   if constexpr (is_kernel_ptr<decltype(P)>::value) {
     return kernel<P>::desc(0, 0, expr);
   } else {
-    return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr, 0, 0};
+    return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr, 0, 0, 0};
   }
 }
 }  // namespace cudamux::detail
