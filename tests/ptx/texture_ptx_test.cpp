@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cudamux/ptx/emit_cpp.hpp"
+
 namespace {
 
 std::string read_file(const std::string& path) {
@@ -77,9 +79,15 @@ class TexturePtx : public ::testing::Test {
     for (CUarray a : arrays) EXPECT_CU(cuArrayDestroy(a));
     for (CUmipmappedArray m : mipmaps) EXPECT_CU(cuMipmappedArrayDestroy(m));
     for (CUdeviceptr p : bufs) EXPECT_CU(cuMemFree(p));
-    if (ptx_mod) EXPECT_CU(cuModuleUnload(ptx_mod));
-    if (ref_mod) EXPECT_CU(cuModuleUnload(ref_mod));
-    if (ctx) EXPECT_CU(cuDevicePrimaryCtxRelease(dev));
+    if (ptx_mod) {
+      EXPECT_CU(cuModuleUnload(ptx_mod));
+    }
+    if (ref_mod) {
+      EXPECT_CU(cuModuleUnload(ref_mod));
+    }
+    if (ctx) {
+      EXPECT_CU(cuDevicePrimaryCtxRelease(dev));
+    }
   }
 
   CUdeviceptr alloc(size_t bytes) {
@@ -253,8 +261,9 @@ TEST_F(TexturePtx, Tex2DEveryAddressModeFilterAndCoordinateMode) {
           for (unsigned i = 0; i < n; ++i) {
             const float u = norm ? c[2 * i] * w : c[2 * i],
                         v = norm ? c[2 * i + 1] * h : c[2 * i + 1];
-            if (u >= 0 && u < w && v >= 0 && v < h)
+            if (u >= 0 && u < w && v >= 0 && v < h) {
               EXPECT_EQ(texel_value(static_cast<int>(u), static_cast<int>(v)), out[4 * i]) << i;
+            }
           }
         (void)compare("tex2d_f", t, c, n, n);
         ++cases;
@@ -694,6 +703,39 @@ TEST_F(TexturePtx, SurfaceTrapFailsTheLaunch) {
   (void)cuModuleUnload(ref_mod);
   ptx_mod = ref_mod = nullptr;
   EXPECT_CU(cuDevicePrimaryCtxReset(dev));
+}
+
+// Forms the mock cannot run are diagnosed at load (and trap if reached), never miscompiled.
+TEST(TexturePtxEmit, UnsupportedFormsAreDiagnosed) {
+  const char* text = R"(.version 8.5
+.target sm_75
+.address_size 64
+.global .texref legacy;
+.visible .entry k(.param .u64 t, .param .u64 o) {
+  .reg .b64 %rd<3>;
+  .reg .f32 %f<9>;
+  .reg .b32 %r<6>;
+  ld.param.u64 %rd1, [t];
+  tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [legacy, {%f5, %f6}];
+  tex.2dms.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %r2, %r3, %r4}];
+  tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%r1, %r2};
+  txq.width.b32 %r5, [legacy];
+  suld.b.2d.b32.trap {%r1}, [%rd1, {%r2, %r3}];
+  ret;
+}
+)";
+  std::vector<cudamux::ptx::Diagnostic> d;
+  auto m = cudamux::ptx::parse(text, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? "" : d[0].message);
+  const auto r = cudamux::ptx::emit_cpp(*m);
+  std::string all;
+  for (const auto& u : r.unsupported) all += u.message + "\n";
+  EXPECT_NE(std::string::npos, all.find("line 10 (texture/surface references")) << all;
+  EXPECT_NE(std::string::npos, all.find("line 11 (multisample")) << all;
+  EXPECT_NE(std::string::npos, all.find("line 12 (texel offsets")) << all;
+  EXPECT_NE(std::string::npos, all.find("line 13 (texture/surface references")) << all;
+  EXPECT_EQ(std::string::npos, all.find("line 14")) << all;  // suld.b of an object: supported
+  EXPECT_NE(std::string::npos, r.source.find("::cudamux::ptx::texops::surf_load(")) << r.source;
 }
 
 }  // namespace

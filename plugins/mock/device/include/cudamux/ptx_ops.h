@@ -2389,8 +2389,8 @@ inline void surf_load(u64 h, void* data, unsigned bytes, int x, int y, int z, in
   cudamux_surf_access(h, data, bytes, x, y, z, boundary, 0);
 }
 inline void surf_store(u64 h, const void* data, unsigned bytes, int x, int y, int z, int boundary) {
-  unsigned char tmp[16];
-  __builtin_memcpy(tmp, data, bytes > 16 ? 16 : bytes);
+  unsigned char tmp[32];
+  __builtin_memcpy(tmp, data, bytes > 32 ? 32 : bytes);
   cudamux_surf_access(h, tmp, bytes, x, y, z, boundary, 1);
 }
 // sust.p (formatted store): x in elements; the four 32-bit components converted to the
