@@ -2223,6 +2223,7 @@ inline u32 bmsk(u32 a, u32 b, bool wrap) {
 // (cudamux/image_abi.h), the same code NVRTC kernels reach through texture.h, so a PTX kernel
 // and a CUDA C++ kernel see identical texels. A texture or surface handle is the address of a
 // cudamux_texture / cudamux_surface (the mock's CUtexObject / CUsurfObject).
+#include "cudamux/image_abi.h"  // included by the prelude already; standalone users need it
 namespace cudamux::ptx::texops {
 inline const cudamux_texture* texture(u64 h) {
   const auto* t = reinterpret_cast<const cudamux_texture*>(static_cast<__UINTPTR_TYPE__>(h));
