@@ -33,6 +33,9 @@ std::string read_file(const std::string& path) {
 const std::string& nvrtc_image() {
   static const std::string img = [] {
     std::string src = read_file(std::string(CUDAMUX_PTX_DATA) + "/tex/tex_kernels.cu");
+    // The inline-PTX kernels are nvcc's only (the mock's NVRTC lists kernels before the
+    // preprocessor would drop them).
+    src = src.substr(0, src.find("// ---- nvcc only"));
     std::string out;
     nvrtcProgram prog = nullptr;
     if (nvrtcCreateProgram(&prog, src.c_str(), "tex_kernels.cu", 0, nullptr, nullptr) !=

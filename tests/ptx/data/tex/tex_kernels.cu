@@ -114,6 +114,7 @@ extern "C" __global__ void surf_trap(cudaSurfaceObject_t s, float* out, int w) {
   out[0] = surf2Dread<float>(s, w * 4, 0, cudaBoundaryModeTrap);
 }
 
+// ---- nvcc only (the test cuts the NVRTC source here) ----
 #ifndef CUDAMUX_NVRTC_REF
 // Queries (no CUDA C++ function emits txq / suq): out[] as the PTX ISA lists them.
 extern "C" __global__ void queries(cudaTextureObject_t t, cudaSurfaceObject_t s, int* out) {
