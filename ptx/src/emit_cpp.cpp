@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "emit_texture.hpp"
+
 namespace cudamux::ptx {
 namespace {
 
@@ -1323,6 +1325,17 @@ std::string Emitter::instruction(const Instruction& ins) {
     case Opcode::membar:
     case Opcode::fence:
       return "::cudamux::ptx::fence();";
+    case Opcode::tex:  // textures and surfaces: emit_texture.cpp
+    case Opcode::tld4:
+    case Opcode::txq:
+    case Opcode::suld:
+    case Opcode::sust:
+    case Opcode::sured:
+    case Opcode::suq:
+      return detail::emit_texture(
+          ins, {[this](const Operand& o, Type t) { return rd(o, t); },
+                [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); },
+                [this](const std::string& why) { fail(why); }});
     // Hints and no-ops on a CPU: copies of cp.async complete at once, there is no
     // programmatic dependent launch, register counts mean nothing here.
     case Opcode::cp_async_commit_group:

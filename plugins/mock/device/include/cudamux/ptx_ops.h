@@ -2217,3 +2217,268 @@ inline u32 bmsk(u32 a, u32 b, bool wrap) {
 }
 
 }  // namespace cudamux::ptx
+
+// ---- ptx-tex: textures and surfaces (tex, tld4, txq, suld, sust, sured, suq) ----------------
+// The emitter (ptx/src/emit_texture.cpp) maps each PTX form onto the device runtime's sampler
+// (cudamux/image_abi.h), the same code NVRTC kernels reach through texture.h, so a PTX kernel
+// and a CUDA C++ kernel see identical texels. A texture or surface handle is the address of a
+// cudamux_texture / cudamux_surface (the mock's CUtexObject / CUsurfObject).
+#include "cudamux/image_abi.h"  // included by the prelude already; standalone users need it
+namespace cudamux::ptx::texops {
+inline const cudamux_texture* texture(u64 h) {
+  const auto* t = reinterpret_cast<const cudamux_texture*>(static_cast<__UINTPTR_TYPE__>(h));
+  if (t == nullptr || t->magic != CUDAMUX_TEXTURE_MAGIC) trap("txq of an invalid texture object");
+  return t;
+}
+inline const cudamux_surface* surface(u64 h) {
+  const auto* s = reinterpret_cast<const cudamux_surface*>(static_cast<__UINTPTR_TYPE__>(h));
+  if (s == nullptr || s->magic != CUDAMUX_SURFACE_MAGIC) trap("invalid surface object");
+  return s;
+}
+// tex with integer coordinates: texel indices. tex.1d.s32 of a linear resource is tex1Dfetch;
+// elsewhere the texel's centre is sampled (unnormalised, or normalised when the texture is).
+inline void sample_int(u64 h, unsigned dims, int x, int y, int z, int layer, unsigned lod_mode,
+                       float level, u32* out) {
+  const cudamux_texture* t = texture(h);
+  if (t->resource_type == 2 /* CU_RESOURCE_TYPE_LINEAR */ && dims == 1 && layer < 0) {
+    cudamux_tex_fetch(h, x, out);
+    return;
+  }
+  float c[3] = {static_cast<float>(x) + 0.5f, static_cast<float>(y) + 0.5f,
+                static_cast<float>(z) + 0.5f};
+  if (t->flags & 0x02 /* CU_TRSF_NORMALIZED_COORDINATES */) {
+    const cudamux_image_level& l = t->image.levels[0];
+    const unsigned long long n[3] = {l.width, l.height, l.depth};
+    for (int d = 0; d < 3; ++d) c[d] /= static_cast<float>(n[d] ? n[d] : 1);
+  }
+  cudamux_tex_sample(h, dims, c[0], c[1], c[2], layer, lod_mode, level, nullptr, out);
+}
+// txq: `what` is the query (TXQ_*), `level` the mip level of txq.level.
+enum : int {
+  TXQ_WIDTH,
+  TXQ_HEIGHT,
+  TXQ_DEPTH,
+  TXQ_CHANNEL_DATA_TYPE,
+  TXQ_CHANNEL_ORDER,
+  TXQ_NORMALIZED_COORDS,
+  TXQ_ARRAY_SIZE,
+  TXQ_NUM_MIPMAP_LEVELS,
+  TXQ_NUM_SAMPLES,
+  TXQ_FORCE_UNNORMALIZED_COORDS,
+  TXQ_FILTER_MODE,
+  TXQ_ADDR_MODE_0,
+  TXQ_ADDR_MODE_1,
+  TXQ_ADDR_MODE_2,
+};
+namespace detail_tex {
+// OpenCL's cl_channel_type / cl_channel_order values, which the PTX ISA names for these queries.
+inline u32 cl_channel_type(unsigned format, bool normalized) {
+  switch (format) {
+    case 0x01:
+      return normalized ? 0x10D2u : 0x10DAu;  // U8: CL_UNORM_INT8 / CL_UNSIGNED_INT8
+    case 0x02:
+      return normalized ? 0x10D3u : 0x10DBu;  // U16
+    case 0x03:
+      return 0x10DCu;  // U32
+    case 0x08:
+      return normalized ? 0x10D0u : 0x10D7u;  // S8: CL_SNORM_INT8 / CL_SIGNED_INT8
+    case 0x09:
+      return normalized ? 0x10D1u : 0x10D8u;  // S16
+    case 0x0a:
+      return 0x10D9u;  // S32
+    case 0x10:
+      return 0x10DDu;  // CL_HALF_FLOAT
+    case 0x20:
+      return 0x10DEu;  // CL_FLOAT
+    default:
+      return 0;
+  }
+}
+inline u32 cl_channel_order(unsigned channels) {
+  return channels == 1 ? 0x10B0u : channels == 2 ? 0x10B2u : 0x10B5u;  // CL_R, CL_RG, CL_RGBA
+}
+// An image's own extent: layered and cubemap images keep their layers (x 6) in `depth`.
+inline u64 extent(const cudamux_image& img, unsigned level, int d) {
+  if (level >= img.num_levels && level != 0) return 0;
+  const cudamux_image_level& l = img.levels[level];
+  if (d == 0) return l.width;
+  if (d == 1) return img.dims >= 2 ? l.height : 0;
+  if (img.flags & 0x05 /* LAYERED | CUBEMAP */) return 0;
+  return img.dims >= 3 ? l.depth : 0;
+}
+inline u32 layers(const cudamux_image& img) {
+  if (!(img.flags & 0x01)) return 0;
+  const u64 d = img.levels[0].depth;
+  return static_cast<u32>(img.flags & 0x04 ? d / 6 : d);
+}
+// CUaddress_mode (wrap, clamp, mirror, border) as the PTX ISA lists addressing modes (wrap,
+// mirror, clamp_ogl, clamp_to_edge, clamp_to_border).
+inline u32 ptx_addr_mode(unsigned m) {
+  switch (m) {
+    case 0:
+      return 0;
+    case 1:
+      return 3;
+    case 2:
+      return 1;
+    default:
+      return 4;
+  }
+}
+}  // namespace detail_tex
+inline u32 txq(u64 h, int what, int level = 0) {
+  const cudamux_texture* t = texture(h);
+  const cudamux_image& img = t->image;
+  const unsigned lv = level < 0 ? 0u : static_cast<unsigned>(level);
+  const bool normalized_read = !(t->flags & 0x01) && img.format != 0x20 && img.format != 0x10;
+  switch (what) {
+    case TXQ_WIDTH:
+      return static_cast<u32>(detail_tex::extent(img, lv, 0));
+    case TXQ_HEIGHT:
+      return static_cast<u32>(detail_tex::extent(img, lv, 1));
+    case TXQ_DEPTH:
+      return static_cast<u32>(detail_tex::extent(img, lv, 2));
+    case TXQ_CHANNEL_DATA_TYPE:
+      return detail_tex::cl_channel_type(img.format, normalized_read);
+    case TXQ_CHANNEL_ORDER:
+      return detail_tex::cl_channel_order(img.channels);
+    case TXQ_NORMALIZED_COORDS:
+      return (t->flags & 0x02) ? 1u : 0u;
+    case TXQ_FORCE_UNNORMALIZED_COORDS:
+      return (t->flags & 0x02) ? 0u : 1u;
+    case TXQ_ARRAY_SIZE:
+      return detail_tex::layers(img);
+    case TXQ_NUM_MIPMAP_LEVELS:
+      return img.num_levels ? img.num_levels : 1u;
+    case TXQ_NUM_SAMPLES:
+      return 1;
+    case TXQ_FILTER_MODE:
+      return t->filter_mode;
+    case TXQ_ADDR_MODE_0:
+      return detail_tex::ptx_addr_mode(t->address_mode[0]);
+    case TXQ_ADDR_MODE_1:
+      return detail_tex::ptx_addr_mode(t->address_mode[1]);
+    case TXQ_ADDR_MODE_2:
+      return detail_tex::ptx_addr_mode(t->address_mode[2]);
+    default:
+      return 0;
+  }
+}
+inline u32 suq(u64 h, int what) {
+  const cudamux_surface* s = surface(h);
+  const cudamux_image& img = s->image;
+  switch (what) {
+    case TXQ_WIDTH:
+      return static_cast<u32>(detail_tex::extent(img, 0, 0));
+    case TXQ_HEIGHT:
+      return static_cast<u32>(detail_tex::extent(img, 0, 1));
+    case TXQ_DEPTH:
+      return static_cast<u32>(detail_tex::extent(img, 0, 2));
+    case TXQ_CHANNEL_DATA_TYPE:
+      return detail_tex::cl_channel_type(img.format, false);
+    case TXQ_CHANNEL_ORDER:
+      return detail_tex::cl_channel_order(img.channels);
+    case TXQ_ARRAY_SIZE:
+      return detail_tex::layers(img);
+    default:
+      return 0;
+  }
+}
+// suld.b / sust.b: `bytes` at byte x of row y of slice z (layered: z is the layer; a2d's
+// layer comes first in PTX, the emitter reorders). boundary: CUDAMUX_BOUNDARY_*.
+inline void surf_load(u64 h, void* data, unsigned bytes, int x, int y, int z, int boundary) {
+  cudamux_surf_access(h, data, bytes, x, y, z, boundary, 0);
+}
+inline void surf_store(u64 h, const void* data, unsigned bytes, int x, int y, int z, int boundary) {
+  unsigned char tmp[32];
+  __builtin_memcpy(tmp, data, bytes > 32 ? 32 : bytes);
+  cudamux_surf_access(h, tmp, bytes, x, y, z, boundary, 1);
+}
+// sust.p (formatted store): x in elements; the four 32-bit components converted to the
+// surface's format, read as .f32 for float and half formats and as integers otherwise (the
+// PTX ISA: the source type follows the surface's channel data type).
+inline void surf_store_p(u64 h, const u32* comps, int x, int y, int z, int boundary) {
+  const cudamux_surface* s = surface(h);
+  const cudamux_image& img = s->image;
+  const bool is_float = img.format == 0x20 || img.format == 0x10;
+  unsigned char buf[16] = {};
+  const unsigned cb = img.channels ? img.element_bytes / img.channels : 4;
+  for (unsigned c = 0; c < img.channels && c < 4; ++c) {
+    const float f = __builtin_bit_cast(float, comps[c]);
+    const int iv = static_cast<int>(comps[c]);
+    unsigned char* p = buf + c * cb;
+    switch (img.format) {
+      case 0x20: {
+        const float v = is_float ? f : static_cast<float>(iv);
+        __builtin_memcpy(p, &v, 4);
+        break;
+      }
+      case 0x10: {
+        const u16 v = f32_to_f16_rn(is_float ? f : static_cast<float>(iv));
+        __builtin_memcpy(p, &v, 2);
+        break;
+      }
+      default: {
+        long long v = iv;
+        if (is_float) {  // normalised integer formats
+          const bool sgn = img.format == 0x08 || img.format == 0x09;
+          const double scale = cb == 1   ? (sgn ? 127.0 : 255.0)
+                               : cb == 2 ? (sgn ? 32767.0 : 65535.0)
+                                         : 1.0;
+          double d = f;
+          d = d < (sgn ? -1.0 : 0.0) ? (sgn ? -1.0 : 0.0) : d > 1.0 ? 1.0 : d;
+          v = static_cast<long long>(__builtin_nearbyint(d * scale));
+        }
+        __builtin_memcpy(p, &v, cb);  // little endian: the low bytes
+        break;
+      }
+    }
+  }
+  cudamux_surf_access(h, buf, img.element_bytes, x * static_cast<int>(img.element_bytes), y, z,
+                      boundary, 1);
+}
+// sured.b: an atomic reduction on the `bytes` (4 or 8) at byte x of row y of slice z.
+// op: the Mode of atom (add 1, min 2, max 3, and 6, or 7, xor 8 — see the emitter).
+template <class T>
+inline void surf_reduce(u64 h, T v, int op, int x, int y, int z, int boundary) {
+  const cudamux_surface* s = surface(h);
+  const cudamux_image_level& l = s->image.levels[0];
+  long long xb = x, yy = y, zz = z;
+  const long long row = static_cast<long long>(l.width) * s->image.element_bytes;
+  const bool in = xb >= 0 && xb + static_cast<long long>(sizeof(T)) <= row && yy >= 0 &&
+                  yy < static_cast<long long>(l.height) && zz >= 0 &&
+                  zz < static_cast<long long>(l.depth);
+  if (!in) {
+    if (boundary == CUDAMUX_BOUNDARY_TRAP) trap("sured out of range (.trap)");
+    if (boundary == CUDAMUX_BOUNDARY_ZERO) return;
+    auto clampll = [](long long a, long long lo, long long hi) {
+      return a < lo ? lo : a > hi ? hi : a;
+    };
+    xb = clampll(xb, 0, row - static_cast<long long>(sizeof(T)));
+    yy = clampll(yy, 0, static_cast<long long>(l.height) - 1);
+    zz = clampll(zz, 0, static_cast<long long>(l.depth) - 1);
+  }
+  T* p =
+      reinterpret_cast<T*>(static_cast<char*>(l.data) + zz * l.slice_pitch + yy * l.row_pitch + xb);
+  switch (op) {
+    case 1:
+      __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+      break;
+    case 6:
+      __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+      break;
+    case 7:
+      __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+      break;
+    case 8:
+      __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);
+      break;
+    default: {  // min / max
+      T cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+      while ((op == 2 ? v < cur : v > cur) &&
+             !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      }
+    }
+  }
+}
+}  // namespace cudamux::ptx::texops
