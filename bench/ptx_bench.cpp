@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -106,6 +107,23 @@ Env& fiber_env() {
   return e;
 }
 
+// CPU time of the whole process (all threads): on a machine shared with other work, wall
+// time penalises long runs (the scheduler's share shrinks), so both ratios are printed.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+struct CpuMeter {
+  benchmark::State& state;
+  double start = process_cpu_ms();
+  ~CpuMeter() {
+    state.counters["proc_cpu_ms"] = benchmark::Counter(
+        (process_cpu_ms() - start) /
+        static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1)));
+  }
+};
+
 unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 template <class F>
@@ -125,6 +143,7 @@ void BM_Saxpy_Ptx(benchmark::State& state) {
   e.ctx->allocate(kSaxpyN * 4, reinterpret_cast<void**>(&y));
   std::fill(x, x + kSaxpyN, 1.0f);
   std::fill(y, y + kSaxpyN, 2.0f);
+  CpuMeter meter{state};
   for (auto _ : state)
     e.launch("saxpy", kSaxpyN / 512, 1, 512, 1, 2.0f, static_cast<const float*>(x), y, kSaxpyN);
   benchmark::DoNotOptimize(y[kSaxpyN - 1]);
@@ -133,6 +152,7 @@ void BM_Saxpy_Ptx(benchmark::State& state) {
 }
 void BM_Saxpy_Baseline(benchmark::State& state) {
   std::vector<float> x(kSaxpyN, 1.0f), y(kSaxpyN, 2.0f);
+  CpuMeter meter{state};
   for (auto _ : state) {
     parallel_for(kSaxpyN, [&](std::size_t b, std::size_t end) {
       for (std::size_t i = b; i < end; ++i) y[i] = 2.0f * x[i] + y[i];
@@ -148,6 +168,7 @@ void block_sum_on(benchmark::State& state, Env& e) {
   e.ctx->allocate(kSumBlocks * 256 * 4, reinterpret_cast<void**>(&in));
   e.ctx->allocate(kSumBlocks * 4, reinterpret_cast<void**>(&out));
   std::fill(in, in + kSumBlocks * 256, 1.0f);
+  CpuMeter meter{state};
   for (auto _ : state)
     e.launch("block_sum", kSumBlocks, 1, 256, 1, static_cast<const float*>(in), out);
   if (out[0] != 256.0f || out[kSumBlocks - 1] != 256.0f) die("block_sum result");
@@ -158,6 +179,7 @@ void BM_BlockSum_Ptx(benchmark::State& state) { block_sum_on(state, split_env())
 void BM_BlockSum_PtxFibers(benchmark::State& state) { block_sum_on(state, fiber_env()); }
 void BM_BlockSum_Baseline(benchmark::State& state) {
   std::vector<float> in(kSumBlocks * 256, 1.0f), out(kSumBlocks);
+  CpuMeter meter{state};
   for (auto _ : state) {
     parallel_for(kSumBlocks, [&](std::size_t b, std::size_t end) {
       for (std::size_t blk = b; blk < end; ++blk) {
@@ -179,6 +201,7 @@ void matmul_on(benchmark::State& state, Env& e) {
   e.ctx->allocate(kN * kN * 4, reinterpret_cast<void**>(&c));
   std::fill(a, a + kN * kN, 1.0f);
   std::fill(b, b + kN * kN, 0.5f);
+  CpuMeter meter{state};
   for (auto _ : state)
     e.launch("matmul", kN / kT, kN / kT, kT, kT, static_cast<const float*>(a),
              static_cast<const float*>(b), c, kN);
@@ -194,6 +217,7 @@ void BM_Matmul_PtxFibers(benchmark::State& state) { matmul_on(state, fiber_env()
 void BM_Matmul_Baseline(benchmark::State& state) {
   std::vector<float> a(kN * kN, 1.0f), b(kN * kN, 0.5f), c(kN * kN);
   constexpr int tiles = kN / kT;
+  CpuMeter meter{state};
   for (auto _ : state) {
     parallel_for(tiles * tiles, [&](std::size_t t0, std::size_t t1) {
       for (std::size_t t = t0; t < t1; ++t) {
@@ -231,7 +255,11 @@ BENCHMARK(BM_Matmul_PtxFibers)->Unit(benchmark::kMillisecond)->UseRealTime()->Mi
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    for (const auto& r : runs) {
+      times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+      const auto c = r.counters.find("proc_cpu_ms");
+      if (c != r.counters.end()) cpu_[r.benchmark_name()] = c->second.value;
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
@@ -246,22 +274,22 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
 
  private:
-  double find(const std::string& name) {
-    const auto it = times_.find(name);
-    if (it != times_.end()) return it->second;
-    for (const auto& [k, v] : times_)  // names may carry suffixes (/min_time:...)
+  static double find(const std::map<std::string, double>& m, const std::string& name) {
+    const auto it = m.find(name);
+    if (it != m.end()) return it->second;
+    for (const auto& [k, v] : m)  // names may carry suffixes (/min_time:...)
       if (k.rfind(name + "/", 0) == 0) return v;
     return 0;
   }
   void ratio(const char* what, const std::string& base, const char* variant, double target) {
-    const double b = find(base + "_Baseline"), m = find(base + variant);
+    const double b = find(times_, base + "_Baseline"), m = find(times_, base + variant);
+    const double cb = find(cpu_, base + "_Baseline"), cm = find(cpu_, base + variant);
     if (b <= 0 || m <= 0) return;
-    if (target > 0)
-      std::printf("  %-46s %.3fx (target >= %.2fx)\n", what, b / m, target);
-    else
-      std::printf("  %-46s %.3fx\n", what, b / m);
+    std::printf("  %-46s wall %.3fx, process CPU %.3fx", what, b / m, cm > 0 ? cb / cm : 0.0);
+    if (target > 0) std::printf(" (target >= %.2fx)", target);
+    std::printf("\n");
   }
-  std::map<std::string, double> times_;
+  std::map<std::string, double> times_, cpu_;
 };
 
 }  // namespace
