@@ -348,10 +348,10 @@ TEST_P(Split, SyncthreadsCountAndOr) {
   }
 }
 
-TEST_P(Split, WarpShufflesWithBarriersStayOnFibers) {
+TEST_P(Split, WarpShufflesMixedWithBarriers) {
   const auto* k = kernel("shfl_mix");
   ASSERT_TRUE(k);
-  expect_split(k, false);
+  expect_split(k);
   const int bs = 96;
   std::vector<int> x(bs), out(bs, 0);
   for (int i = 0; i < bs; ++i) x[i] = i * 3 - 50;
@@ -359,6 +359,52 @@ TEST_P(Split, WarpShufflesWithBarriersStayOnFibers) {
   int total = 0;
   for (int v : x) total += v;
   for (int t = 0; t < bs; ++t) ASSERT_EQ(out[t], total + (t & 31)) << t;
+}
+
+TEST_P(Split, WarpVotesShufflesAndMatchInDivergentCode) {
+  const auto* k = kernel("warp_ops");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 64, blocks = 2, n = bs * blocks;
+  std::vector<int> x(n);
+  std::vector<unsigned> out(n, 0);
+  for (int i = 0; i < n; ++i) x[i] = (i * 37) % 61 - 20 + (i >= bs ? 30 : 0);
+  ASSERT_EQ(launch(k, {blocks, 1, 1}, {bs, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<unsigned> s(bs);
+    for (int t = 0; t < bs; ++t) {
+      const int w = t & ~31, lane = t & 31;
+      auto v = [&](int l) { return x[b * bs + w + l]; };
+      unsigned ballot = 0;
+      bool all = true, any = false;
+      for (int l = 0; l < 32; ++l) {
+        ballot |= v(l) > 0 ? 1u << l : 0u;
+        all = all && v(l) > -100;
+        any = any || v(l) > 50;
+      }
+      unsigned r = ballot + (all ? 1000u : 0u) + (any ? 2000u : 0u);
+      r += static_cast<unsigned>(lane % 8 >= 3 ? v(lane - 3) : v(lane)) * 7u;
+      r += static_cast<unsigned>(v(lane ^ 5)) * 11u;
+      s[t] = r;
+    }
+    for (int t = 0; t < bs; ++t) {
+      const int w = t & ~31, lane = t & 31;
+      unsigned m = 0;
+      if (lane & 1)
+        for (int l = 1; l < 32; l += 2)
+          if ((x[b * bs + w + l] & 3) == (x[b * bs + t] & 3)) m |= 1u << l;
+      ASSERT_EQ(out[b * bs + t], s[(t + 32) % bs] + m * 3u) << "block " << b << " thread " << t;
+    }
+  }
+}
+
+TEST_P(Split, ActivemaskOfAPartialWarp) {
+  const auto* k = kernel("active");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  std::vector<unsigned> out(48, 0);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {48, 1, 1}, {ptr(out.data())}, shared()), 0);
+  for (int t = 0; t < 48; ++t) ASSERT_EQ(out[t], t < 32 ? 0xffffffffu : 0xffffu) << t;
 }
 
 TEST_P(Split, ThreeDimensionalBlocksSeeTheirThreadIdx) {

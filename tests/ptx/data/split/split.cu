@@ -141,3 +141,24 @@ extern "C" __global__ void dims3(int* out) {
   out[lin] = s[blockDim.z - 1 - z][blockDim.y - 1 - y][blockDim.x - 1 - x] * 1000 + threadIdx.x +
              10 * threadIdx.y + 100 * threadIdx.z;
 }
+
+// Warp points in the state machine: votes, ballot, segmented shuffles, match in divergent code
+// (odd lanes only), mixed with barriers.
+extern "C" __global__ void warp_ops(const int* x, unsigned* out) {
+  __shared__ unsigned s[256];
+  const int t = threadIdx.x;
+  const int v = x[blockIdx.x * blockDim.x + t];
+  unsigned r = __ballot_sync(0xffffffffu, v > 0);
+  r += __all_sync(0xffffffffu, v > -100) ? 1000u : 0u;
+  r += __any_sync(0xffffffffu, v > 50) ? 2000u : 0u;
+  r += static_cast<unsigned>(__shfl_up_sync(0xffffffffu, v, 3, 8)) * 7u;
+  r += static_cast<unsigned>(__shfl_xor_sync(0xffffffffu, v, 5, 16)) * 11u;
+  s[t] = r;
+  __syncthreads();
+  unsigned m = 0;
+  if (t & 1) m = __match_any_sync(0xaaaaaaaau, v & 3);
+  out[blockIdx.x * blockDim.x + t] = s[(t + 32) % blockDim.x] + m * 3u;
+}
+
+// __activemask with a partial last warp.
+extern "C" __global__ void active(unsigned* out) { out[threadIdx.x] = __activemask(); }
