@@ -30,6 +30,7 @@ bool is_warp_point(const Instruction& in) {
     case Opcode::shfl:
     case Opcode::vote:
     case Opcode::match:
+    case Opcode::redux:
     case Opcode::activemask:
     case Opcode::bar_warp_sync:
       return true;
@@ -78,6 +79,13 @@ int warp_kind(const Instruction& in) {
       return 7;
     case Opcode::bar_warp_sync:
       return 8;
+    case Opcode::redux: {
+      // redux.sync.{add,min,max,and,or,xor}.{u32,s32,b32}: 16 + op (+ 8 when signed)
+      if (in.types.empty() || size_of(in.types[0]) != 4 || !int_type(in.types[0])) return -1;
+      const int opi = static_cast<int>(in.mode) - static_cast<int>(Mode::add);
+      if (in.mode < Mode::add || in.mode > Mode::xor_ || opi == 3 || opi == 4) return -1;
+      return 16 + opi + (is_signed(in.types[0]) ? 8 : 0);
+    }
     default:
       return -1;
   }
@@ -189,6 +197,35 @@ constexpr const char* kWarpHelpers =
                   r = in;
                   break;
                 default:
+                  if (me.op >= 16 &&
+                      me.op <
+                          32) {  // redux: 16 + (0 add, 1 min, 2 max, 5 and, 6 or, 7 xor), +8 signed
+                    const u32 k = me.op & 7u;
+                    const bool sg = (me.op & 8u) != 0;
+                    u32 acc = k == 1   ? (sg ? 0x7fffffffu : 0xffffffffu)
+                              : k == 2 ? (sg ? 0x80000000u : 0u)
+                              : k == 5 ? 0xffffffffu
+                                       : 0u;
+                    for (u32 l = 0; l < 32; ++l) {
+                      if (!((e >> l) & 1u)) continue;
+                      const u32 x = static_cast<u32>(w[l]->v);
+                      if (k == 0)
+                        acc += x;
+                      else if (k == 1)
+                        acc = sg ? (static_cast<s32>(x) < static_cast<s32>(acc) ? x : acc)
+                                 : (x < acc ? x : acc);
+                      else if (k == 2)
+                        acc = sg ? (static_cast<s32>(x) > static_cast<s32>(acc) ? x : acc)
+                                 : (x > acc ? x : acc);
+                      else if (k == 5)
+                        acc &= x;
+                      else if (k == 6)
+                        acc |= x;
+                      else
+                        acc ^= x;
+                    }
+                    r = acc;
+                  }
                   break;
               }
               me.res = r;
@@ -196,7 +233,7 @@ constexpr const char* kWarpHelpers =
           }
           }  // namespace cudamux_split
 #endif
-)CPP";
+    )CPP";
 
 }  // namespace
 
@@ -239,10 +276,6 @@ bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reache
       continue;
     }
     switch (in.op) {
-      case Opcode::redux:
-      case Opcode::shfl:
-      case Opcode::vote:
-      case Opcode::match:
       case Opcode::elect:
       case Opcode::wmma_load:
       case Opcode::wmma_store:
@@ -422,6 +455,8 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
           break;
         }
         default:
+          if (warp_kind(in) >= 16)
+            o << "          " << k.wr(in.operands[0], in.types[0], res) << "\n";
           break;
       }
     }
@@ -471,6 +506,9 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
           if (first + 1 < in.operands.size()) mask = k.rd(in.operands[first + 1], Type::u32);
         } else if (kind == 8) {
           if (!in.operands.empty()) mask = k.rd(in.operands[0], Type::u32);
+        } else if (kind >= 16) {  // redux.sync d, a, membermask
+          v = k.rd(in.operands[1], Type::u32);
+          if (in.operands.size() > 2) mask = k.rd(in.operands[2], Type::u32);
         }
         s += "cudamux_s.w.v = static_cast<u64>(" + v + "); cudamux_s.w.mask = " + mask +
              "; cudamux_s.w.op = " + std::to_string(kind) + "u; cudamux_s.wait = 1u; ";

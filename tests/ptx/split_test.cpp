@@ -144,7 +144,7 @@ Variant* g_variants[2] = {nullptr, nullptr};  // [0] unsplit, [1] split
 class Split : public ::testing::TestWithParam<bool> {
  public:
   static void SetUpTestSuite() {
-    std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/split/split.compute_75.ptx");
+    std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/split/split.compute_80.ptx");
     std::stringstream ss;
     ss << in.rdbuf();
     std::vector<Diagnostic> diags;
@@ -405,6 +405,34 @@ TEST_P(Split, ActivemaskOfAPartialWarp) {
   std::vector<unsigned> out(48, 0);
   ASSERT_EQ(launch(k, {1, 1, 1}, {48, 1, 1}, {ptr(out.data())}, shared()), 0);
   for (int t = 0; t < 48; ++t) ASSERT_EQ(out[t], t < 32 ? 0xffffffffu : 0xffffu) << t;
+}
+
+TEST_P(Split, WarpReductions) {
+  const auto* k = kernel("warp_reduce");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 64;
+  std::vector<int> x(bs), out(bs * 5, 0);
+  for (int i = 0; i < bs; ++i) x[i] = (i * 7919) % 201 - 100;
+  ASSERT_EQ(launch(k, {1, 1, 1}, {bs, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  for (int t = 0; t < bs; ++t) {
+    const int w = t & ~31;
+    int add = 0, mn = x[w], half = 0;
+    unsigned mx = 0, xr = 0;
+    for (int l = 0; l < 32; ++l) {
+      const int v = x[w + l];
+      add += v;
+      mn = std::min(mn, v);
+      mx = std::max(mx, static_cast<unsigned>(v));
+      xr ^= static_cast<unsigned>(v);
+      if (l < 16) half += v;
+    }
+    ASSERT_EQ(out[t * 5 + 0], add) << t;
+    ASSERT_EQ(out[t * 5 + 1], mn) << t;
+    ASSERT_EQ(static_cast<unsigned>(out[t * 5 + 2]), mx) << t;
+    ASSERT_EQ(static_cast<unsigned>(out[t * 5 + 3]), xr) << t;
+    ASSERT_EQ(out[t * 5 + 4], (t & 31) < 16 ? half : 0) << t;
+  }
 }
 
 TEST_P(Split, ThreeDimensionalBlocksSeeTheirThreadIdx) {

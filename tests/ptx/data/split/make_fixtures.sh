@@ -3,4 +3,4 @@
 set -e
 cd "$(dirname "$0")"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-"$NVCC" -ptx -arch=compute_75 -o split.compute_75.ptx split.cu
+"$NVCC" -ptx -arch=compute_80 -o split.compute_80.ptx split.cu

@@ -162,3 +162,21 @@ extern "C" __global__ void warp_ops(const int* x, unsigned* out) {
 
 // __activemask with a partial last warp.
 extern "C" __global__ void active(unsigned* out) { out[threadIdx.x] = __activemask(); }
+
+// redux.sync (sm_80): warp reductions, signed and unsigned, with a partial mask.
+extern "C" __global__ void warp_reduce(const int* x, int* out) {
+  const int t = threadIdx.x;
+  const int v = x[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  const int add = __reduce_add_sync(0xffffffffu, v);
+  const int mn = __reduce_min_sync(0xffffffffu, v);
+  const unsigned mx = __reduce_max_sync(0xffffffffu, static_cast<unsigned>(v));
+  const unsigned x_or = __reduce_xor_sync(0xffffffffu, static_cast<unsigned>(v));
+  int half = 0;
+  if ((t & 31) < 16) half = __reduce_add_sync(0x0000ffffu, v);
+  out[(blockIdx.x * blockDim.x + t) * 5 + 0] = add;
+  out[(blockIdx.x * blockDim.x + t) * 5 + 1] = mn;
+  out[(blockIdx.x * blockDim.x + t) * 5 + 2] = static_cast<int>(mx);
+  out[(blockIdx.x * blockDim.x + t) * 5 + 3] = static_cast<int>(x_or);
+  out[(blockIdx.x * blockDim.x + t) * 5 + 4] = half;
+}
