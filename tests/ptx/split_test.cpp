@@ -435,6 +435,23 @@ TEST_P(Split, WarpReductions) {
   }
 }
 
+TEST_P(Split, TrapAfterABarrierFailsTheLaunch) {
+  const auto* k = kernel("trap_after_barrier");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  std::vector<int> x(32, 1), out(32, 0);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {32, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  EXPECT_EQ(out[31], 1);
+  x[20] = -1;  // thread 19 traps
+  std::string msg;
+  EXPECT_NE(launch(k, {1, 1, 1}, {32, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared(), 0, &msg),
+            0);
+  // The runtime is still usable afterwards.
+  x[20] = 5;
+  EXPECT_EQ(launch(k, {1, 1, 1}, {32, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  EXPECT_EQ(out[20], 5);
+}
+
 TEST_P(Split, ThreeDimensionalBlocksSeeTheirThreadIdx) {
   const auto* k = kernel("dims3");
   ASSERT_TRUE(k);

@@ -180,3 +180,12 @@ extern "C" __global__ void warp_reduce(const int* x, int* out) {
   out[(blockIdx.x * blockDim.x + t) * 5 + 3] = static_cast<int>(x_or);
   out[(blockIdx.x * blockDim.x + t) * 5 + 4] = half;
 }
+
+// A trap after a barrier ends the launch (the split block unwinds and frees its slots).
+extern "C" __global__ void trap_after_barrier(const int* x, int* out) {
+  __shared__ int s[64];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  if (s[(threadIdx.x + 1) % blockDim.x] < 0) __trap();
+  out[threadIdx.x] = s[threadIdx.x];
+}
