@@ -463,7 +463,7 @@ constexpr const char* kRuntime =
             return gp((ga(raw) + a - 1) / a * a);
           }
           }  // namespace cudamux_ptx_rt
-)CPP";
+    )CPP";
 
 struct Ctx;  // per-function emission state
 
@@ -1586,8 +1586,9 @@ std::string Emitter::compare_select(const Instruction& ins) {
     k = 1;
   } else {
     const std::size_t srcs = 2 + (ins.boolop != BoolOp::none ? 1 : 0);
-    const std::size_t ndst =
-        ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+    const std::size_t ndst = ins.dest_pair                ? 2
+                             : ins.operands.size() > srcs ? ins.operands.size() - srcs
+                                                          : 1;
     for (; k < ndst; ++k) dst.push_back(&ins.operands[k]);
   }
   std::string a = rd(opnd(ins, k), st), b = rd(opnd(ins, k + 1), st);
@@ -2114,8 +2115,9 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd =
-            ins.dest_pair ? 2 : ins.operands.size() > srcs ? ins.operands.size() - srcs : 1;
+        const std::size_t nd = ins.dest_pair                ? 2
+                               : ins.operands.size() > srcs ? ins.operands.size() - srcs
+                                                            : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty() || ins.mode < Mode::up || ins.mode > Mode::idx) break;
@@ -2154,8 +2156,9 @@ std::string Emitter::collective(const Instruction& ins) {
         for (const auto& e : opnd(ins, 0).elems) dst.push_back(&e);
         k = 1;
       } else {
-        const std::size_t nd =
-            ins.dest_pair ? 2 : ins.operands.size() > 2 ? ins.operands.size() - 2 : 1;
+        const std::size_t nd = ins.dest_pair             ? 2
+                               : ins.operands.size() > 2 ? ins.operands.size() - 2
+                                                         : 1;
         for (; k < nd; ++k) dst.push_back(&ins.operands[k]);
       }
       if (dst.empty()) break;
