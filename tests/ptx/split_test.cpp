@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -51,28 +52,40 @@ struct Loaded {
 
 // Builds the translation unit as the mock does (-shared, the prelude forced in, linked to
 // libcudamux-device).
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// ctest runs every case in a process of its own: the built module is kept in the build folder,
+// named by the hash of the source, the device headers and the command, and built once.
 std::unique_ptr<Loaded> build(const std::string& source) {
   auto l = std::make_unique<Loaded>();
   l->source = source;
-  const std::string src = temp_path(".cpp"), so = temp_path(".so"), log = src + ".log";
-  std::ofstream(src) << source;
-  const std::string cmd = std::string(CUDAMUX_TEST_CXX) +
-                          " -O2 -march=native -fPIC -shared -fno-gnu-unique -std=c++17 -I" +
-                          CUDAMUX_DEVICE_INCLUDE + " -I" + CUDAMUX_DEVICE_ABI_INCLUDE +
-                          " -include cudamux/prelude.h " + src + " -o " + so + " -L" +
-                          CUDAMUX_DEVICE_LIB_DIR + " -lcudamux-device -Wl,-rpath," +
-                          CUDAMUX_DEVICE_LIB_DIR + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(log);
-  const std::string out((std::istreambuf_iterator<char>(in)), {});
-  std::remove(src.c_str());
-  std::remove(log.c_str());
-  if (rc != 0) {
-    l->error = out.substr(0, 4000);
-    return l;
+  const std::string flags = " -O2 -march=native -fPIC -shared -fno-gnu-unique -std=c++17 -I" +
+                            std::string(CUDAMUX_DEVICE_INCLUDE) + " -I" +
+                            CUDAMUX_DEVICE_ABI_INCLUDE + " -include cudamux/prelude.h ";
+  const std::string inc = std::string(CUDAMUX_DEVICE_INCLUDE) + "/cudamux/";
+  const std::size_t key = std::hash<std::string>{}(source + flags + file_text(inc + "prelude.h") +
+                                                   file_text(inc + "ptx_ops.h"));
+  const std::string so = std::string(CUDAMUX_SPLIT_CACHE) + "/split_" + std::to_string(key) + ".so";
+  if (access(so.c_str(), R_OK) != 0) {
+    const std::string src = temp_path(".cpp"), tmp = temp_path(".so"), log = src + ".log";
+    std::ofstream(src) << source;
+    const std::string cmd = std::string(CUDAMUX_TEST_CXX) + flags + src + " -o " + tmp + " -L" +
+                            CUDAMUX_DEVICE_LIB_DIR + " -lcudamux-device -Wl,-rpath," +
+                            CUDAMUX_DEVICE_LIB_DIR + " > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    const std::string out = file_text(log);
+    std::remove(src.c_str());
+    std::remove(log.c_str());
+    if (rc != 0) {
+      l->error = out.substr(0, 4000);
+      return l;
+    }
+    std::rename(tmp.c_str(), so.c_str());  // atomic: parallel cases see all or nothing
   }
   l->handle = dlopen(so.c_str(), RTLD_LAZY | RTLD_LOCAL);
-  std::remove(so.c_str());
   if (!l->handle) {
     l->error = dlerror();
     return l;
