@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "emit_split.hpp"
 #include "emit_texture.hpp"
 
 namespace cudamux::ptx {
@@ -481,6 +482,8 @@ class Emitter {
   void emit_function(std::size_t fi);
   void emit_extern_wrapper(std::size_t fi);
   void emit_registration();
+  void emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
+                       const std::vector<std::vector<std::uint32_t>>& labels_at);
   std::string fn_name(std::size_t fi) const { return fn_names_[fi]; }
   std::string fn_signature(std::size_t fi, const std::string& name) const;
 
@@ -521,6 +524,7 @@ class Emitter {
   std::uint64_t static_shared_ = 0;
   std::vector<std::uint64_t> kernel_shared_used_;  // per function: .shared a kernel reaches
   std::set<std::pair<std::uint64_t, std::uint32_t>> bytes_structs_;
+  std::vector<std::string> twins_;  // per function: its split twin (emit_split.cpp), or empty
 
   // current function
   const Function* f_ = nullptr;
@@ -944,6 +948,7 @@ void Emitter::emit_function(std::size_t fi) {
     if (targets.count(static_cast<std::uint32_t>(l)) && f.labels[l].instruction <= f.body.size())
       labels_at[f.labels[l].instruction].push_back(static_cast<std::uint32_t>(l));
   std::ostringstream body;
+  std::vector<std::string> stmts(f.body.size());  // for the split twin
   for (std::size_t k = 0; k <= f.body.size(); ++k) {
     for (auto l : labels_at[k]) body << "L_" << l << ":;\n";
     if (k == f.body.size()) break;
@@ -958,6 +963,7 @@ void Emitter::emit_function(std::size_t fi) {
         res_.unsupported.push_back({ins.loc, what});
       s = "{ ::cudamux::ptx::trap(" + quote(what) + "); return; }";
     }
+    stmts[k] = s;
     body << line(ins.loc);
     if (ins.guarded && ins.guard_reg < reg_names_.size())
       body << "if (" << (ins.guard_negated ? "!" : "") << reg_names_[ins.guard_reg] << ") { " << s
@@ -994,7 +1000,39 @@ void Emitter::emit_function(std::size_t fi) {
        << "[" << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
   }
   o_ << body.str() << "}\n";
+  if (f.is_entry && opt_.split_barriers && detail::splittable(m_, fi, reaches_sync_))
+    emit_split_twin(fi, stmts, labels_at);
   f_ = nullptr;
+}
+
+// Barrier splitting (emit_split.cpp): hands over this function's translation.
+void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
+                              const std::vector<std::vector<std::uint32_t>>& labels_at) {
+  const auto& f = m_.functions[fi];
+  detail::SplitKernel k;
+  k.f = &f;
+  for (std::size_t p = 0; p < f.params.size(); ++p)
+    k.params += (p ? ", " : "") + entry_param_type(f.params[p]) + " kp" + std::to_string(p);
+  k.prologue =
+      "  using namespace ::cudamux_ptx_rt;\n  [[maybe_unused]] char* const cudamux_w = "
+      "static_cast<char*>(cudamux_dyn_shared) - " +
+      std::to_string(static_shared_) + ";\n";
+  k.uses_carry = uses_carry_;
+  k.reg_names = reg_names_;
+  for (const auto& r : f.registers) k.reg_storage.push_back(storage(r.type));
+  k.local_names = local_names_;
+  for (const auto& v : f.locals) {
+    k.local_size.push_back(std::max<std::uint64_t>(var_size(v), 1));
+    k.local_align.push_back(var_align(v));
+  }
+  k.stmts = stmts;
+  k.labels_at = labels_at;
+  k.rd = [this](const Operand& o, Type t) { return rd(o, t); };
+  k.wr = [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); };
+  k.line = [this](const SourceLoc& l) { return line(l); };
+  twins_.resize(m_.functions.size());
+  twins_[fi] = "cudamux_split_" + std::to_string(fi);
+  o_ << detail::emit_split(k, twins_[fi]);
 }
 
 // ---- operands --------------------------------------------------------------------------------
@@ -2269,11 +2307,13 @@ void Emitter::emit_registration() {
       threads = 1;
       for (int k = 0; k < 3; ++k) threads *= d[k] ? d[k] : 1;
     }
-    const unsigned flags = reaches_sync_[fi] ? 0u : 1u;  // CUDAMUX_KERNEL_NO_BARRIERS
+    // CUDAMUX_KERNEL_NO_BARRIERS; a split twin runs the block: | CUDAMUX_KERNEL_PER_BLOCK
+    const bool split = fi < twins_.size() && !twins_[fi].empty();
+    const unsigned flags = split ? 3u : reaches_sync_[fi] ? 0u : 1u;
     o_ << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<&" << f.name
-       << ", " << flags << "u>(static_cast<int>(" << threads << "), static_cast<int>("
-       << f.minnctapersm << "), nullptr, " << static_shared_ << "u, " << kernel_shared_used_[fi]
-       << "u);\n";
+       << ", " << flags << "u" << (split ? ", &" + twins_[fi] : std::string())
+       << ">(static_cast<int>(" << threads << "), static_cast<int>(" << f.minnctapersm
+       << "), nullptr, " << static_shared_ << "u, " << kernel_shared_used_[fi] << "u);\n";
     refs.push_back("&" + var);
   }
   o_ << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* "

@@ -451,9 +451,13 @@ TEST(PtxEmit, SharedLayoutBarriersAtomicsAndCollectives) {
   EXPECT_TRUE(contains(r.source, "static_cast<char*>(cudamux_dyn_shared) - 112")) << r.source;
   EXPECT_TRUE(contains(r.source, "(cudamux_w + 112 + 8)")) << r.source;
   EXPECT_TRUE(contains(r.source, "(cudamux_w + 100)")) << r.source;
-  // A barrier is reachable: no NO_BARRIERS flag.
-  EXPECT_TRUE(contains(r.source, "::cudamux::detail::entry<&_Z6reducePj, 0u>")) << r.source;
+  // Its barriers are split (emit_split.cpp): the per-block twin runs the block; without
+  // splitting, a reachable barrier means no NO_BARRIERS flag (fibers).
+  EXPECT_TRUE(contains(r.source, "::cudamux::detail::entry<&_Z6reducePj, 3u, &cudamux_split_0>"))
+      << r.source;
   expect_compiles(r);
+  const EmitResult f = emit_cpp(shared_module(), {false, "shared.ptx"});
+  EXPECT_TRUE(contains(f.source, "::cudamux::detail::entry<&_Z6reducePj, 0u>")) << f.source;
 }
 
 // Kernel parameters keep CUDA's sizes, alignments and offsets (checked by the compiler).

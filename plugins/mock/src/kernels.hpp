@@ -68,6 +68,7 @@ class MockCompiler final : public be::Compiler {
   // Counters for tests: compiler runs and cache hits since creation.
   [[nodiscard]] unsigned runs() const noexcept { return runs_.load(); }
   [[nodiscard]] unsigned cache_hits() const noexcept { return hits_.load(); }
+  [[nodiscard]] const CompilerSettings& settings() const noexcept { return settings_; }
 
  private:
   be::Status compile_impl(const be::CompileRequest& request, be::CompileResult& result,

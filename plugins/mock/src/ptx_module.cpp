@@ -33,6 +33,9 @@ be::Status translate_ptx(const be::ModuleImage& image, MockCompiler& compiler, s
   }
   ptx::EmitOptions options;
   options.module_name = "ptx";
+  // Barrier splitting follows loop fission's switch ([mock] fission, CUDAMUX_MOCK_FISSION; off
+  // under memcheck, which must see every barrier).
+  options.split_barriers = compiler.settings().fission;
   const ptx::EmitResult emitted = ptx::emit_cpp(*module, options);
   for (const auto& d : emitted.unsupported)
     log.warn(

@@ -1,0 +1,40 @@
+// Barrier splitting for the mock's C++ back end (issue 15, "Barriers without fibers"): a
+// kernel whose CTA barriers can be split also gets a per-block twin that runs all threads of
+// the block itself, as a state machine driven by the CFG (docs/ptx.md). Private to ptx/src:
+// emit_cpp.cpp hands over what it has already translated (one statement per instruction).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cudamux/ptx/ir.hpp"
+
+namespace cudamux::ptx::detail {
+
+// Whether kernel `fi` can run as a split twin: it has a CTA barrier of its own, and neither
+// it nor what it calls reaches a warp collective, another barrier, or per-thread stack
+// tricks (alloca, module-scope .local). reaches_sync: per function, whether it reaches any
+// barrier or collective (the emitter's analysis).
+bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reaches_sync);
+
+struct SplitKernel {
+  const Function* f = nullptr;
+  std::string params;    // the kernel's parameter list, as in its definition ("u64 kp0, ...")
+  std::string prologue;  // statements every function body starts with (cudamux_w ...)
+  bool uses_carry = false;
+  std::vector<std::string> reg_names, reg_storage;  // per Function::registers
+  std::vector<std::string> local_names;             // per Function::locals
+  std::vector<std::uint64_t> local_size, local_align;
+  std::vector<std::string> stmts;                     // per instruction, unguarded
+  std::vector<std::vector<std::uint32_t>> labels_at;  // instruction index -> used labels
+  std::function<std::string(const Operand&, Type)> rd;
+  std::function<std::string(const Operand&, Type, const std::string&)> wr;
+  std::function<std::string(const SourceLoc&)> line;
+};
+
+// The twin's definition (a static function named `twin`, the kernel's parameter types).
+std::string emit_split(const SplitKernel& k, const std::string& twin);
+
+}  // namespace cudamux::ptx::detail

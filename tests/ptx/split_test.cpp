@@ -1,0 +1,518 @@
+// Barrier splitting (ptx/src/emit_split.cpp): nvcc's PTX of kernels with barriers
+// (data/split/split.cu) is translated twice, split (per-block twins, no fibers) and unsplit
+// (EmitOptions::split_barriers off: fibers), built like the mock builds modules, run through
+// the device runtime's cudamux_run_block, and both are compared with plain C++.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cudamux/device_abi.h"
+#include "cudamux/ptx/emit_cpp.hpp"
+
+using namespace cudamux::ptx;
+
+namespace {
+
+std::string temp_path(const std::string& suffix) {
+  char tmpl[] = "/tmp/cudamux_split_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  std::remove(tmpl);
+  return std::string(tmpl) + suffix;
+}
+
+struct Loaded {
+  void* handle = nullptr;
+  const cudamux_module_desc* desc = nullptr;
+  std::string error, source;
+  ~Loaded() {
+    if (handle) dlclose(handle);
+  }
+  const cudamux_kernel_desc* kernel(const char* name) const {
+    for (unsigned k = 0; desc && k < desc->num_kernels; ++k) {
+      Dl_info info{};
+      if (dladdr(desc->kernels[k]->fn, &info) && info.dli_sname &&
+          std::string(info.dli_sname) == name)
+        return desc->kernels[k];
+    }
+    return nullptr;
+  }
+};
+
+// Builds the translation unit as the mock does (-shared, the prelude forced in, linked to
+// libcudamux-device).
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// ctest runs every case in a process of its own: the built module is kept in the build folder,
+// named by the hash of the source, the device headers and the command, and built once.
+std::unique_ptr<Loaded> build(const std::string& source) {
+  auto l = std::make_unique<Loaded>();
+  l->source = source;
+  const std::string flags = " -O2 -march=native -fPIC -shared -fno-gnu-unique -std=c++17 -I" +
+                            std::string(CUDAMUX_DEVICE_INCLUDE) + " -I" +
+                            CUDAMUX_DEVICE_ABI_INCLUDE + " -include cudamux/prelude.h ";
+  const std::string inc = std::string(CUDAMUX_DEVICE_INCLUDE) + "/cudamux/";
+  const std::size_t key = std::hash<std::string>{}(source + flags + file_text(inc + "prelude.h") +
+                                                   file_text(inc + "ptx_ops.h"));
+  const std::string so = std::string(CUDAMUX_SPLIT_CACHE) + "/split_" + std::to_string(key) + ".so";
+  if (access(so.c_str(), R_OK) != 0) {
+    const std::string src = temp_path(".cpp"), tmp = temp_path(".so"), log = src + ".log";
+    std::ofstream(src) << source;
+    const std::string cmd = std::string(CUDAMUX_TEST_CXX) + flags + src + " -o " + tmp + " -L" +
+                            CUDAMUX_DEVICE_LIB_DIR + " -lcudamux-device -Wl,-rpath," +
+                            CUDAMUX_DEVICE_LIB_DIR + " > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    const std::string out = file_text(log);
+    std::remove(src.c_str());
+    std::remove(log.c_str());
+    if (rc != 0) {
+      l->error = out.substr(0, 4000);
+      return l;
+    }
+    std::rename(tmp.c_str(), so.c_str());  // atomic: parallel cases see all or nothing
+  }
+  l->handle = dlopen(so.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!l->handle) {
+    l->error = dlerror();
+    return l;
+  }
+  auto fn = reinterpret_cast<cudamux_module_fn>(dlsym(l->handle, CUDAMUX_MODULE_SYMBOL));
+  if (!fn) {
+    l->error = "no cudamux_module";
+    return l;
+  }
+  l->desc = fn();
+  return l;
+}
+
+template <class T>
+std::vector<unsigned char> arg(T v) {
+  std::vector<unsigned char> b(sizeof v);
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+template <class T>
+std::vector<unsigned char> ptr(T* p) {
+  return arg(reinterpret_cast<unsigned long long>(p));
+}
+
+int launch(const cudamux_kernel_desc* k, cudamux_u3 grid, cudamux_u3 block,
+           std::vector<std::vector<unsigned char>> args, std::uint64_t static_shared,
+           unsigned dyn_shared = 0, std::string* message = nullptr) {
+  std::vector<unsigned char> buf(k->args_size + 1);
+  if (args.size() != k->num_params) return -1;
+  for (unsigned i = 0; i < k->num_params; ++i) {
+    if (args[i].size() != k->param_sizes[i]) return -2;
+    std::memcpy(buf.data() + k->param_offsets[i], args[i].data(), args[i].size());
+  }
+  volatile int abort_flag = 0;
+  cudamux_launch L{};
+  L.loop = k->loop;
+  L.args = buf.data();
+  L.grid = grid;
+  L.block = block;
+  L.abort = &abort_flag;
+  L.flags = k->flags;
+  L.kernel_fn = k->fn;
+  L.args_size = k->args_size;
+  L.dyn_shared_bytes = dyn_shared;
+  L.static_shared_bytes = static_cast<unsigned>(static_shared);
+  alignas(64) static unsigned char shared[1 << 16];
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        std::memset(shared, 0xcd, sizeof shared);
+        char msg[256] = {};
+        const int rc =
+            cudamux_run_block(&L, cudamux_u3{x, y, z}, shared + static_shared, msg, sizeof msg);
+        if (rc != 0) {
+          if (message) *message = msg;
+          return rc;
+        }
+      }
+  return 0;
+}
+
+// The fixture's module, split and unsplit, built once for the suite.
+struct Variant {
+  EmitResult emitted;
+  std::unique_ptr<Loaded> mod;
+};
+Variant* g_variants[2] = {nullptr, nullptr};  // [0] unsplit, [1] split
+
+class Split : public ::testing::TestWithParam<bool> {
+ public:
+  static void SetUpTestSuite() {
+    std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/split/split.compute_80.ptx");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::vector<Diagnostic> diags;
+    const auto m = parse(ss.str(), diags);
+    ASSERT_TRUE(m.has_value()) << (diags.empty() ? "" : diags[0].message);
+    for (int s = 0; s < 2; ++s) {
+      auto* v = new Variant;
+      EmitOptions o;
+      o.split_barriers = s == 1;
+      o.module_name = "split.ptx";
+      v->emitted = emit_cpp(*m, o);
+      v->mod = build(v->emitted.source);
+      g_variants[s] = v;
+    }
+  }
+  static void TearDownTestSuite() {
+    for (auto*& v : g_variants) {
+      delete v;
+      v = nullptr;
+    }
+  }
+
+ protected:
+  const cudamux_kernel_desc* kernel(const char* name) {
+    Variant* v = g_variants[GetParam() ? 1 : 0];
+    if (!v || !v->mod->desc) {
+      ADD_FAILURE() << (v ? v->mod->error : "no module");
+      return nullptr;
+    }
+    const auto* k = v->mod->kernel(name);
+    EXPECT_NE(k, nullptr) << name;
+    return k;
+  }
+  std::uint64_t shared() const {
+    return g_variants[GetParam() ? 1 : 0]->emitted.static_shared_bytes;
+  }
+  // Split: the per-block twin runs the block (no fibers); unsplit: the fibers.
+  void expect_split(const cudamux_kernel_desc* k, bool splittable = true) {
+    if (!k) return;
+    if (GetParam() && splittable)
+      EXPECT_EQ(k->flags, unsigned{CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK});
+    else
+      EXPECT_EQ(k->flags, 0u);
+  }
+};
+
+TEST_P(Split, BarriersInALoopWithSharedMemoryReusedEveryRound) {
+  const auto* k = kernel("smooth");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int n = 64, blocks = 3, steps = 5;
+  std::vector<float> in(n * blocks), out(n * blocks, -1.0f);
+  for (int i = 0; i < n * blocks; ++i) in[i] = static_cast<float>((i * 37) % 11);
+  ASSERT_EQ(
+      launch(k, {blocks, 1, 1}, {n, 1, 1}, {ptr(in.data()), ptr(out.data()), arg(steps)}, shared()),
+      0);
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<float> v(in.begin() + b * n, in.begin() + (b + 1) * n), w(n);
+    for (int s = 0; s < steps; ++s) {
+      for (int t = 0; t < n; ++t)
+        w[t] = 0.25f * v[(t + n - 1) % n] + 0.5f * v[t] + 0.25f * v[(t + 1) % n];
+      v = w;
+    }
+    for (int t = 0; t < n; ++t) ASSERT_FLOAT_EQ(out[b * n + t], v[t]) << b << " " << t;
+  }
+}
+
+TEST_P(Split, DivergentBarriersAndEarlyExits) {
+  const auto* k = kernel("divergent");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 32, n = 80;  // the last block has 16 threads that exit at once
+  std::vector<int> in(n), out(n, 0);
+  for (int i = 0; i < n; ++i) in[i] = (i % 7 == 3) ? -i : i * 13;
+  ASSERT_EQ(launch(k, {3, 1, 1}, {bs, 1, 1}, {ptr(in.data()), ptr(out.data()), arg(n)}, shared()),
+            0);
+  for (int b = 0; b < 3; ++b) {
+    const int lo = b * bs, cnt = std::min(bs, n - lo);
+    std::vector<int> ref(cnt), s(bs);
+    for (int t = 0; t < cnt; ++t) s[t] = in[lo + t];
+    for (int t = 0; t < cnt; ++t)
+      ref[t] = (t & 1) ? s[t] + s[t ^ 1] : s[t] - s[(t ^ 1) < bs ? t ^ 1 : t];
+    // Threads with negative input left; the others overwrite their slot.
+    std::vector<int> s2 = s;
+    for (int t = 0; t < cnt; ++t)
+      if (in[lo + t] >= 0) s2[t] = ref[t] * 2;
+    for (int t = 0; t < cnt; ++t)
+      if (in[lo + t] >= 0) ref[t] += s2[(t + 2) % bs] > 1000 ? 1 : 0;
+    for (int t = 0; t < cnt; ++t) {
+      // Slots of threads that never existed or left early hold what the block's shared memory
+      // held: only compare threads whose reads are defined.
+      const int r = (t + 2) % bs;
+      if (in[lo + t] >= 0 && r >= cnt) continue;
+      ASSERT_EQ(out[lo + t], ref[t]) << "block " << b << " thread " << t;
+    }
+  }
+}
+
+TEST_P(Split, BlockReductionWithDynamicSharedMemory) {
+  const auto* k = kernel("reduce");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int n = 1000, bs = 128, blocks = (n + 2 * bs - 1) / (2 * bs);
+  std::vector<float> in(n), out(blocks, 0.0f);
+  for (int i = 0; i < n; ++i) in[i] = static_cast<float>(i % 17) - 8.0f;
+  ASSERT_EQ(launch(k, {blocks, 1, 1}, {bs, 1, 1}, {ptr(in.data()), ptr(out.data()), arg(n)},
+                   shared(), bs * 4),
+            0);
+  for (int b = 0; b < blocks; ++b) {
+    float ref = 0;
+    for (int i = b * 2 * bs; i < std::min(n, (b + 1) * 2 * bs); ++i) ref += in[i];
+    ASSERT_FLOAT_EQ(out[b], ref) << b;
+  }
+}
+
+TEST_P(Split, InclusiveScan) {
+  const auto* k = kernel("scan");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 256;
+  std::vector<int> in(2 * bs), out(2 * bs, 0);
+  for (int i = 0; i < 2 * bs; ++i) in[i] = (i * 7) % 5 - 1;
+  ASSERT_EQ(launch(k, {2, 1, 1}, {bs, 1, 1}, {ptr(in.data()), ptr(out.data())}, shared()), 0);
+  for (int b = 0; b < 2; ++b) {
+    int acc = 0;
+    for (int t = 0; t < bs; ++t) {
+      acc += in[b * bs + t];
+      ASSERT_EQ(out[b * bs + t], acc) << b << " " << t;
+    }
+  }
+}
+
+TEST_P(Split, TiledMatmul) {
+  const auto* k = kernel("matmul");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int n = 48;
+  std::vector<float> A(n * n), B(n * n), C(n * n, 0.0f);
+  for (int i = 0; i < n * n; ++i) {
+    A[i] = static_cast<float>(i % 7) * 0.5f;
+    B[i] = static_cast<float>(i % 5) - 2.0f;
+  }
+  ASSERT_EQ(launch(k, {n / 16, n / 16, 1}, {16, 16, 1},
+                   {ptr(A.data()), ptr(B.data()), ptr(C.data()), arg(n)}, shared()),
+            0);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c) {
+      float ref = 0;
+      for (int j = 0; j < n; ++j) ref += A[r * n + j] * B[j * n + c];
+      ASSERT_NEAR(C[r * n + c], ref, 1e-3f) << r << " " << c;
+    }
+}
+
+TEST_P(Split, RegistersOfEveryTypeLiveAcrossBarriers) {
+  const auto* k = kernel("live_types");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 96;
+  std::vector<double> d(bs), out(bs, 0.0);
+  std::vector<int> x(bs);
+  std::vector<long long> lo(bs, 0);
+  for (int i = 0; i < bs; ++i) {
+    d[i] = 0.1 * i - 3.0;
+    x[i] = (i * 29) % 41 - 10;
+  }
+  ASSERT_EQ(launch(k, {1, 1, 1}, {bs, 1, 1},
+                   {ptr(d.data()), ptr(x.data()), ptr(out.data()), ptr(lo.data())}, shared()),
+            0);
+  for (int t = 0; t < bs; ++t) {
+    const double a = d[t] * 1.5;
+    const bool odd = (x[t] & 1) != 0;
+    const float h = static_cast<float>(x[t]) * 0.5f;  // exact in half for these values
+    const unsigned char c = static_cast<unsigned char>(x[t] * 7);
+    const int other = x[(t + 1) % bs];
+    const int s = x[(t + 5 + 1) % bs] * 3;
+    ASSERT_DOUBLE_EQ(out[t], (odd ? a : -a) + h + c + s) << t;
+    ASSERT_EQ(lo[t], (static_cast<long long>(x[t]) << 40) + other) << t;
+  }
+}
+
+TEST_P(Split, SyncthreadsCountAndOr) {
+  const auto* k = kernel("votes");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 64;
+  std::vector<int> x(3 * bs), out(3 * bs, 0);
+  for (int i = 0; i < bs; ++i) {
+    x[i] = i % 3 == 0 ? -1 : i;        // some not positive
+    x[bs + i] = 1 + i;                 // all positive, none > 100
+    x[2 * bs + i] = i == 5 ? 500 : 7;  // all positive, one > 100
+  }
+  ASSERT_EQ(launch(k, {3, 1, 1}, {bs, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  for (int b = 0; b < 3; ++b) {
+    int cnt = 0, all = 1, any = 0;
+    for (int i = 0; i < bs; ++i) {
+      cnt += x[b * bs + i] > 0;
+      all &= x[b * bs + i] > 0;
+      any |= x[b * bs + i] > 100;
+    }
+    for (int i = 0; i < bs; ++i) ASSERT_EQ(out[b * bs + i], cnt * 100 + all * 10 + any) << b;
+  }
+}
+
+TEST_P(Split, WarpShufflesMixedWithBarriers) {
+  const auto* k = kernel("shfl_mix");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 96;
+  std::vector<int> x(bs), out(bs, 0);
+  for (int i = 0; i < bs; ++i) x[i] = i * 3 - 50;
+  ASSERT_EQ(launch(k, {1, 1, 1}, {bs, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  int total = 0;
+  for (int v : x) total += v;
+  for (int t = 0; t < bs; ++t) ASSERT_EQ(out[t], total + (t & 31)) << t;
+}
+
+TEST_P(Split, WarpVotesShufflesAndMatchInDivergentCode) {
+  const auto* k = kernel("warp_ops");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 64, blocks = 2, n = bs * blocks;
+  std::vector<int> x(n);
+  std::vector<unsigned> out(n, 0);
+  for (int i = 0; i < n; ++i) x[i] = (i * 37) % 61 - 20 + (i >= bs ? 30 : 0);
+  ASSERT_EQ(launch(k, {blocks, 1, 1}, {bs, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<unsigned> s(bs);
+    for (int t = 0; t < bs; ++t) {
+      const int w = t & ~31, lane = t & 31;
+      auto v = [&](int l) { return x[b * bs + w + l]; };
+      unsigned ballot = 0;
+      bool all = true, any = false;
+      for (int l = 0; l < 32; ++l) {
+        ballot |= v(l) > 0 ? 1u << l : 0u;
+        all = all && v(l) > -100;
+        any = any || v(l) > 50;
+      }
+      unsigned r = ballot + (all ? 1000u : 0u) + (any ? 2000u : 0u);
+      r += static_cast<unsigned>(lane % 8 >= 3 ? v(lane - 3) : v(lane)) * 7u;
+      r += static_cast<unsigned>(v(lane ^ 5)) * 11u;
+      s[t] = r;
+    }
+    for (int t = 0; t < bs; ++t) {
+      const int w = t & ~31, lane = t & 31;
+      unsigned m = 0;
+      if (lane & 1)
+        for (int l = 1; l < 32; l += 2)
+          if ((x[b * bs + w + l] & 3) == (x[b * bs + t] & 3)) m |= 1u << l;
+      ASSERT_EQ(out[b * bs + t], s[(t + 32) % bs] + m * 3u) << "block " << b << " thread " << t;
+    }
+  }
+}
+
+TEST_P(Split, ActivemaskOfAPartialWarp) {
+  const auto* k = kernel("active");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  std::vector<unsigned> out(48, 0);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {48, 1, 1}, {ptr(out.data())}, shared()), 0);
+  for (int t = 0; t < 48; ++t) ASSERT_EQ(out[t], t < 32 ? 0xffffffffu : 0xffffu) << t;
+}
+
+TEST_P(Split, WarpReductions) {
+  const auto* k = kernel("warp_reduce");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  const int bs = 64;
+  std::vector<int> x(bs), out(bs * 5, 0);
+  for (int i = 0; i < bs; ++i) x[i] = (i * 7919) % 201 - 100;
+  ASSERT_EQ(launch(k, {1, 1, 1}, {bs, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  for (int t = 0; t < bs; ++t) {
+    const int w = t & ~31;
+    int add = 0, mn = x[w], half = 0;
+    unsigned mx = 0, xr = 0;
+    for (int l = 0; l < 32; ++l) {
+      const int v = x[w + l];
+      add += v;
+      mn = std::min(mn, v);
+      mx = std::max(mx, static_cast<unsigned>(v));
+      xr ^= static_cast<unsigned>(v);
+      if (l < 16) half += v;
+    }
+    ASSERT_EQ(out[t * 5 + 0], add) << t;
+    ASSERT_EQ(out[t * 5 + 1], mn) << t;
+    ASSERT_EQ(static_cast<unsigned>(out[t * 5 + 2]), mx) << t;
+    ASSERT_EQ(static_cast<unsigned>(out[t * 5 + 3]), xr) << t;
+    ASSERT_EQ(out[t * 5 + 4], (t & 31) < 16 ? half : 0) << t;
+  }
+}
+
+TEST_P(Split, TrapAfterABarrierFailsTheLaunch) {
+  const auto* k = kernel("trap_after_barrier");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  std::vector<int> x(32, 1), out(32, 0);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {32, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  EXPECT_EQ(out[31], 1);
+  x[20] = -1;  // thread 19 traps
+  std::string msg;
+  EXPECT_NE(launch(k, {1, 1, 1}, {32, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared(), 0, &msg),
+            0);
+  // The runtime is still usable afterwards.
+  x[20] = 5;
+  EXPECT_EQ(launch(k, {1, 1, 1}, {32, 1, 1}, {ptr(x.data()), ptr(out.data())}, shared()), 0);
+  EXPECT_EQ(out[20], 5);
+}
+
+TEST_P(Split, ThreeDimensionalBlocksSeeTheirThreadIdx) {
+  const auto* k = kernel("dims3");
+  ASSERT_TRUE(k);
+  expect_split(k);
+  std::vector<int> out(8 * 4 * 4, -1);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {8, 4, 4}, {ptr(out.data())}, shared()), 0);
+  for (int z = 0; z < 4; ++z)
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 8; ++x)
+        ASSERT_EQ(out[(z * 4 + y) * 8 + x],
+                  ((7 - x) + 10 * (3 - y) + 100 * (3 - z)) * 1000 + x + 10 * y + 100 * z);
+}
+
+// A trap in a split block fails the launch (and frees the block's slots: no crash, no hang).
+TEST(SplitEmit, TwinOnlyForKernelsWithBarriersAndOptionOff) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, %tid.x;
+  bar.sync 0;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+.visible .entry nob(.param .u64 p)
+{
+  ret;
+}
+)";
+  std::vector<Diagnostic> d;
+  const auto m = parse(ptx, d);
+  ASSERT_TRUE(m.has_value());
+  const auto on = emit_cpp(*m, {true, "t"});
+  EXPECT_NE(on.source.find("::cudamux::detail::entry<&k, 3u, &cudamux_split_0>"), std::string::npos)
+      << on.source;
+  EXPECT_NE(on.source.find("::cudamux::detail::entry<&nob, 1u>"), std::string::npos);
+  const auto off = emit_cpp(*m, {false, "t"});
+  EXPECT_EQ(off.source.find("cudamux_split_"), std::string::npos);
+  EXPECT_NE(off.source.find("::cudamux::detail::entry<&k, 0u>"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ptx, Split, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("split") : std::string("fibers");
+                         });
+
+}  // namespace
