@@ -1042,6 +1042,13 @@ TEST(PtxOpsBarrier, ReductionsAcrossTheBlock) {
 }
 
 TEST(PtxOpsRuntime, AssertfailAndTrapEndTheLaunch) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Here the "kernel" is this test's own (instrumented) code running on the device runtime's
+  // fibers, and a trap unwinds it by throwing: ASan's no-return bookkeeping cannot follow a
+  // throw on a Boost.Context stack it was not told about and reports a false overflow. Kernels
+  // the mock compiles are not instrumented; ptx.run and ptx.split cover their traps.
+  GTEST_SKIP() << "a throw on a fiber stack from instrumented code (ASan false positive)";
+#endif
   std::string msg;
   auto asserting = [](unsigned t) {
     if (t == 3) assertfail("x > 0", "kernel.cu", 12, "void k(int)");
