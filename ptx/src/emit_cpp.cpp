@@ -29,54 +29,10 @@
 namespace cudamux::ptx {
 namespace {
 
-// ---- facts about types (local: this file must not depend on the front end's link order) ----
+// ---- facts about types (types.cpp has the front end's; these name what the back end asks) ----
 
-unsigned tsize(Type t) {
-  switch (t) {
-    case Type::none:
-      return 0;
-    case Type::pred:
-    case Type::b8:
-    case Type::u8:
-    case Type::s8:
-    case Type::e4m3:
-    case Type::e5m2:
-    case Type::s4:
-    case Type::u4:
-    case Type::b1:
-      return 1;
-    case Type::b16:
-    case Type::u16:
-    case Type::s16:
-    case Type::f16:
-    case Type::bf16:
-    case Type::e4m3x2:
-    case Type::e5m2x2:
-    case Type::e2m1x2:
-    case Type::e2m3x2:
-    case Type::e3m2x2:
-    case Type::ue8m0x2:
-      return 2;
-    case Type::b32:
-    case Type::u32:
-    case Type::s32:
-    case Type::f32:
-    case Type::f16x2:
-    case Type::bf16x2:
-    case Type::tf32:
-      return 4;
-    case Type::b64:
-    case Type::u64:
-    case Type::s64:
-    case Type::f64:
-      return 8;
-    case Type::b128:
-      return 16;
-  }
-  return 0;
-}
-
-bool tsigned(Type t) { return t == Type::s8 || t == Type::s16 || t == Type::s32 || t == Type::s64; }
+unsigned tsize(Type t) { return size_of(t); }
+bool tsigned(Type t) { return is_signed(t); }
 bool tint(Type t) {  // integer (bit, unsigned, signed) types of 8..64 bits
   switch (t) {
     case Type::b8:
@@ -571,7 +527,8 @@ void Emitter::layout_shared() {
   std::vector<bool> indirect_caller(nf, false), address_taken(nf, false);
   std::vector<std::vector<std::uint32_t>> users(ng);  // functions referencing each global
   std::vector<bool> global_everywhere(ng, false);     // referenced from initialisers
-  auto visit_operand = [&](auto& self, const Operand& o, std::uint32_t fi, bool call_target) -> void {
+  auto visit_operand = [&](auto& self, const Operand& o, std::uint32_t fi,
+                           bool call_target) -> void {
     if (o.sym.kind == SymbolRef::Kind::function && o.sym.index < nf) {
       if (call_target)
         callees[fi].push_back(o.sym.index);
@@ -621,7 +578,9 @@ void Emitter::layout_shared() {
   }
   // Owner kernel of each .shared variable, or none when several (or unknown) kernels reach it.
   constexpr std::uint32_t kShared = ~std::uint32_t{0};
-  auto owner_of = [&](const std::set<std::uint32_t>& ks) { return ks.size() == 1 ? *ks.begin() : kShared; };
+  auto owner_of = [&](const std::set<std::uint32_t>& ks) {
+    return ks.size() == 1 ? *ks.begin() : kShared;
+  };
   std::vector<std::uint32_t> global_owner(ng, kShared);
   for (std::size_t g = 0; g < ng; ++g) {
     if (m_.globals[g].space != Space::shared || global_everywhere[g]) continue;
@@ -643,7 +602,8 @@ void Emitter::layout_shared() {
   std::uint64_t common = 0;
   global_shared_off_.assign(ng, 0);
   local_shared_off_.resize(nf);
-  for (std::size_t fi = 0; fi < nf; ++fi) local_shared_off_[fi].assign(m_.functions[fi].locals.size(), 0);
+  for (std::size_t fi = 0; fi < nf; ++fi)
+    local_shared_off_[fi].assign(m_.functions[fi].locals.size(), 0);
   for (std::size_t g = 0; g < ng; ++g)
     if (m_.globals[g].space == Space::shared && global_owner[g] == kShared)
       global_shared_off_[g] = place(m_.globals[g], common);
