@@ -70,6 +70,26 @@ for key in ("launches_per_s", "first_launch_us"):
 PY
 done
 
+say "-- first launch, step by step (median of 5 runs, microseconds):"
+for flavour in static shared; do
+  for run in 1 2 3 4 5; do
+    both "steps_${flavour}_$run" 60 "$n/first_launch_steps_$flavour"
+  done
+  python3 - "$logs" "$flavour" <<'PY' | tee -a "$summary"
+import re, statistics, sys
+logs, flavour = sys.argv[1], sys.argv[2]
+for key in ("attributes_us", "launch_us", "sync_us", "second_us", "steady_us"):
+    row = []
+    for side in ("nvidia", "cudamux"):
+        values = []
+        for run in (1, 2, 3, 4, 5):
+            m = re.search(key + r" ([0-9.]+)", open(f"{logs}/steps_{flavour}_{run}.{side}.log").read())
+            if m: values.append(float(m.group(1)))
+        row.append(statistics.median(values) if values else float("nan"))
+    print(f"{flavour} {key:14s} nvidia {row[0]:8.1f} cudamux {row[1]:8.1f} ratio {row[1] / row[0]:.2f}")
+PY
+done
+
 say "-- frameworks (static runtime inside), NVIDIA vs cudamux:"
 for fw in torch cupy jax; do
   both "framework_$fw" 300 python3 tests/frameworks/frameworks_check.py "$fw"

@@ -31,6 +31,8 @@ if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   "$nvcc" -O2 -o "$pack/nvcc/bench_registered_launch_static" bench/bench_registered_launch.cu
   "$nvcc" -O2 -cudart shared -o "$pack/nvcc/bench_registered_launch_shared" \
     bench/bench_registered_launch.cu
+  "$nvcc" -O2 -o "$pack/nvcc/first_launch_steps_static" bench/first_launch_steps.cu
+  "$nvcc" -O2 -cudart shared -o "$pack/nvcc/first_launch_steps_shared" bench/first_launch_steps.cu
   gcc -O2 -Iapi/include -o "$pack/nvcc/export_table_probe" tests/nvcc/export_table_probe.c \
     -L"$build/lib" -lcuda
   gcc -O2 -Iapi/include -o "$pack/nvcc/limits_probe" tests/nvcc/limits_probe.c -L"$build/lib" -lcuda

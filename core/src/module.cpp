@@ -75,13 +75,8 @@ void destroy_module_locked(Module* m) noexcept {
 CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Module*& out,
                             const char* fn) {
   Core& core = Core::get();
-  backend::DeviceProperties props;
-  (void)core.backend().devices().properties(ctx.device, props);
   ResolvedImage resolved;
-  if (const CUresult r =
-          resolve_image(image, core.backend(),
-                        static_cast<unsigned>(props.cc_major * 10 + props.cc_minor), resolved, fn))
-    return r;
+  if (const CUresult r = resolve_image(image, core.backend(), ctx.device, resolved, fn)) return r;
   auto m = std::make_unique<Module>();
   m->ctx = &ctx;
   m->library = lib;

@@ -127,8 +127,8 @@ CUresult classify_image(const void* image, be::ModuleImage& out, std::string& wh
   return CUDA_SUCCESS;
 }
 
-CUresult resolve_image(const void* image, const be::Backend& backend, unsigned device_arch,
-                       ResolvedImage& out, const char* fn) noexcept {
+CUresult resolve_image(const void* image, be::Backend& backend, int device, ResolvedImage& out,
+                       const char* fn) noexcept {
   Core& core = Core::get();
   if (image == nullptr) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null image");
   std::string why;
@@ -153,6 +153,10 @@ CUresult resolve_image(const void* image, const be::Backend& backend, unsigned d
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  int cc_major = 0, cc_minor = 0;
+  (void)backend.devices().attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cc_major);
+  (void)backend.devices().attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cc_minor);
+  const auto device_arch = static_cast<unsigned>(cc_major * 10 + cc_minor);
   std::optional<std::size_t> pick;
   be::ImageKind kind = be::ImageKind::native;
   if (image_kind_allowed(backend, be::ImageKind::cubin)) {

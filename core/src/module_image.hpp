@@ -23,12 +23,13 @@ struct ResolvedImage {
 // CUDA_ERROR_INVALID_IMAGE with `why` for a malformed NVIDIA image.
 CUresult classify_image(const void* image, backend::ModuleImage& out, std::string& why) noexcept;
 
-// Classifies `image` and makes it loadable by `backend` on a device of compute capability
-// `device_arch` (86 for 8.6). Errors, each logged with `fn`: CUDA_ERROR_INVALID_VALUE (null),
+// Classifies `image` and makes it loadable by `backend` on its device `device` (the compute
+// capability is read only when an entry must be picked: module loads are on the first-launch
+// path, issue 14). Errors, each logged with `fn`: CUDA_ERROR_INVALID_VALUE (null),
 // CUDA_ERROR_INVALID_IMAGE (malformed), CUDA_ERROR_NO_BINARY_FOR_GPU (a fat binary with no
 // entry this backend runs for this device; the log line says what it holds and what the
 // backend needs).
-CUresult resolve_image(const void* image, const backend::Backend& backend, unsigned device_arch,
-                       ResolvedImage& out, const char* fn) noexcept;
+CUresult resolve_image(const void* image, backend::Backend& backend, int device, ResolvedImage& out,
+                       const char* fn) noexcept;
 
 }  // namespace cudamux::core
