@@ -109,6 +109,11 @@ CUresult add_captured(Stream& s, CUgraphNodeType type, const char* fn, Fill&& fi
   std::lock_guard lock(graph_mutex());
   StreamCapture* sc = nullptr;
   if (CUresult r = capture_target(s, sc, fn)) return r;
+  if (in_conditional_body(*sc->session->graph) && !body_node_allowed(type)) {
+    sc->session->invalidated = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return reject(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, fn,
+                  "this work cannot be captured into a conditional node's body");
+  }
   GraphNode& n = add_node(*sc->session->graph, type, sc->deps);
   fill(n);
   sc->deps.assign(1, Edge{&n, {}});
