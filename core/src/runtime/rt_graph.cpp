@@ -971,7 +971,8 @@ cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle
                                              unsigned int flags) {
   // The handle belongs to the current context (the runtime's call names none).
   CUDAMUX_RT_CALL(
-      drv::cuGraphConditionalHandleCreate(pHandle_out, graph, nullptr, defaultLaunchValue, flags));
+      drv::cuGraphConditionalHandleCreate(reinterpret_cast<CUgraphConditionalHandle*>(pHandle_out),
+                                          graph, nullptr, defaultLaunchValue, flags));
 }
 cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* nodeParams) {
   const char* fn = "cudaGraphNodeSetParams";
