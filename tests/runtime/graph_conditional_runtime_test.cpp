@@ -55,7 +55,9 @@ class RuntimeGraphConditional : public ::testing::Test {
   void TearDown() override {
     EXPECT_RT(cudaFree(mem_));
     EXPECT_RT(cudaStreamDestroy(stream_));
-    if (lib_) EXPECT_RT(cudaLibraryUnload(lib_));
+    if (lib_) {
+      EXPECT_RT(cudaLibraryUnload(lib_));
+    }
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   }
   cudaGraphNode_t kernel(cudaGraph_t g, cudaGraphNode_t dep, cudaKernel_t k, void** args) {
@@ -97,6 +99,7 @@ TEST_F(RuntimeGraphConditional, WhileCountdown) {
   ASSERT_RT(cudaGraphCreate(&g, 0));
   cudaGraphConditionalHandle h = 0;
   EXPECT_EQ(cudaGraphConditionalHandleCreate(&h, g, 0, 4), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);  // and it was the last error
   ASSERT_RT(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
   cudaGraph_t* bodies = nullptr;
   conditional(g, nullptr, h, cudaGraphCondTypeWhile, 1, &bodies);
