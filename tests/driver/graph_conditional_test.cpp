@@ -67,7 +67,7 @@ class GraphConditional : public Driver {
     Driver::SetUp();
     ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     ASSERT_OK(cuMemAlloc_v2(&mem, 16 * sizeof(int)));
-    ASSERT_OK(cuMemsetD32_v2(mem, 0, 16));
+    clear();
   }
   void TearDown() override {
     if (stream) {
@@ -168,8 +168,16 @@ class GraphConditional : public Driver {
     EXPECT_OK(cuMemcpyDtoH_v2(&v, mem + i * sizeof(int), sizeof v));
     return v;
   }
+  // Set-up goes through `stream`: the legacy stream's cuMemsetD32 and pageable cuMemcpyHtoD
+  // may complete after the call returns (CUDA's rule, and the mock's for memsets), and a
+  // non-blocking stream's graph launch does not wait for them.
   void set_word(unsigned i, int v) {
-    EXPECT_OK(cuMemcpyHtoD_v2(mem + i * sizeof(int), &v, sizeof v));
+    EXPECT_OK(cuMemcpyHtoDAsync_v2(mem + i * sizeof(int), &v, sizeof v, stream));
+    EXPECT_OK(cuStreamSynchronize(stream));
+  }
+  void clear() {
+    ASSERT_OK(cuMemsetD32Async(mem, 0, 16, stream));
+    ASSERT_OK(cuStreamSynchronize(stream));
   }
   void run(CUgraph g) {
     CUgraphExec x = nullptr;
@@ -303,7 +311,7 @@ TEST_F(GraphConditional, DefaultValuesPickTheBranch) {
   if (refused_on_cuda_backend()) return;
   for (unsigned value : {0u, 1u, 2u, 7u}) {
     SCOPED_TRACE(value);
-    ASSERT_OK(cuMemsetD32_v2(mem, 0, 16));
+    clear();
     CUgraph g = nullptr;
     ASSERT_OK(cuGraphCreate(&g, 0));
     CUgraphConditionalHandle hi = 0, hs = 0;

@@ -50,7 +50,10 @@ class RuntimeGraphConditional : public ::testing::Test {
     ASSERT_RT(cudaLibraryGetKernel(&store_, lib_, "store"));
     ASSERT_RT(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ASSERT_RT(cudaMalloc(reinterpret_cast<void**>(&mem_), 4 * sizeof(int)));
-    ASSERT_RT(cudaMemset(mem_, 0, 4 * sizeof(int)));
+    // Set-up goes through stream_: cudaMemset on the legacy stream may complete after it
+    // returns, and a non-blocking stream's graph launch does not wait for it.
+    ASSERT_RT(cudaMemsetAsync(mem_, 0, 4 * sizeof(int), stream_));
+    ASSERT_RT(cudaStreamSynchronize(stream_));
   }
   void TearDown() override {
     EXPECT_RT(cudaFree(mem_));
@@ -109,7 +112,8 @@ TEST_F(RuntimeGraphConditional, WhileCountdown) {
   void* args[] = {&counter, &iterations, &h};
   kernel(bodies[0], nullptr, countdown_, args);
   const int start = 6;
-  ASSERT_RT(cudaMemcpy(counter, &start, sizeof start, cudaMemcpyHostToDevice));
+  ASSERT_RT(cudaMemcpyAsync(counter, &start, sizeof start, cudaMemcpyHostToDevice, stream_));
+  ASSERT_RT(cudaStreamSynchronize(stream_));
   cudaGraphExec_t x = nullptr;
   ASSERT_RT(cudaGraphInstantiate(&x, g, 0));
   ASSERT_RT(cudaGraphLaunch(x, stream_));
@@ -151,7 +155,8 @@ TEST_F(RuntimeGraphConditional, IfElseAndSwitch) {
   for (int f : {0, 1, 2, 3}) {
     SCOPED_TRACE(f);
     const int init[3] = {f, -1, -1};
-    ASSERT_RT(cudaMemcpy(mem_, init, sizeof init, cudaMemcpyHostToDevice));
+    ASSERT_RT(cudaMemcpyAsync(mem_, init, sizeof init, cudaMemcpyHostToDevice, stream_));
+    ASSERT_RT(cudaStreamSynchronize(stream_));
     ASSERT_RT(cudaGraphLaunch(x, stream_));
     ASSERT_RT(cudaStreamSynchronize(stream_));
     EXPECT_EQ(word(1), f ? 100 : 200);
