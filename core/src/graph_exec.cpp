@@ -186,6 +186,9 @@ void run_conditional(void* p) {
           "conditional node: body {} failed (backend error {}); the node's remaining "
           "iterations are skipped",
           i, st.native);
+      // A kernel failure in a body is the context's, as it is for a kernel node outside one:
+      // the launching stream's synchronisation reports it (stream_synchronize reads it).
+      note_sticky(*c.ctx, Core::get().map(st, "cuGraphLaunch"));
       return false;
     }
     return true;

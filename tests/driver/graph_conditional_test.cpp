@@ -31,6 +31,7 @@ extern "C" __global__ void set_value(cudaGraphConditionalHandle h, unsigned valu
 extern "C" __global__ void store(int* out, int value) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *out = value;
 }
+extern "C" __global__ void fail() { __trap(); }
 extern "C" __global__ void add_one(int* counter) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *counter += 1;
 }
@@ -114,7 +115,8 @@ class GraphConditional : public Driver {
                            {&store, "store"},
                            {&add_one, "add_one"},
                            {&countdown, "countdown"},
-                           {&step, "step"}})
+                           {&step, "step"},
+                           {&fail, "fail"}})
       ASSERT_OK(cuModuleGetFunction(f, module, name));
   }
 
@@ -191,7 +193,7 @@ class GraphConditional : public Driver {
   CUdeviceptr mem = 0;
   CUmodule module = nullptr;
   CUfunction set_from = nullptr, set_value = nullptr, store = nullptr, add_one = nullptr,
-             countdown = nullptr, step = nullptr;
+             countdown = nullptr, step = nullptr, fail = nullptr;
 };
 
 TEST_F(GraphConditional, HandleCreateChecksItsArguments) {
@@ -583,6 +585,35 @@ TEST_F(GraphConditional, DebugDotPrint) {
   }
   std::remove(path.c_str());
   EXPECT_OK(cuGraphDestroy(g));
+}
+
+// A kernel failing inside a body fails the launch: the launching stream's synchronisation
+// reports it, as for a kernel node outside a body.
+TEST_F(GraphConditional, BodyKernelFailureReachesTheLaunchingStream) {
+  if (refused_on_cuda_backend()) return;
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
+  // On NVIDIA's driver the trap's sticky error spoils every later context of the process.
+  if (conformance::backend() == "cuda") GTEST_SKIP() << "a trapping launch poisons the process";
+  load_kernels();
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUgraphConditionalHandle h = 0;
+  ASSERT_OK(cuGraphConditionalHandleCreate(&h, g, ctx, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+  std::vector<CUgraph> bodies;
+  ASSERT_OK(conditional(g, {}, h, CU_GRAPH_COND_TYPE_IF, 1, bodies));
+  kernel_node(bodies[0], {}, fail, {});
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  ASSERT_OK(cuGraphLaunch(x, stream));
+  const CUresult r = cuStreamSynchronize(stream);
+  EXPECT_NE(CUDA_SUCCESS, r);
+  EXPECT_EQ(r, cuCtxSynchronize());
+  // The context is unusable now: everything else is left to its destruction.
+  (void)cuGraphExecDestroy(x);
+  (void)cuGraphDestroy(g);
+  stream = nullptr;
+  mem = 0;
+  module = nullptr;
 }
 
 }  // namespace
