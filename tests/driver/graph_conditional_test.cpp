@@ -32,6 +32,10 @@ extern "C" __global__ void store(int* out, int value) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *out = value;
 }
 extern "C" __global__ void fail() { __trap(); }
+extern "C" __global__ void fill_from(int* out, const int* v, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = *v + i;
+}
 extern "C" __global__ void add_one(int* counter) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *counter += 1;
 }
@@ -116,7 +120,8 @@ class GraphConditional : public Driver {
                            {&add_one, "add_one"},
                            {&countdown, "countdown"},
                            {&step, "step"},
-                           {&fail, "fail"}})
+                           {&fail, "fail"},
+                           {&fill_from, "fill_from"}})
       ASSERT_OK(cuModuleGetFunction(f, module, name));
   }
 
@@ -193,7 +198,7 @@ class GraphConditional : public Driver {
   CUdeviceptr mem = 0;
   CUmodule module = nullptr;
   CUfunction set_from = nullptr, set_value = nullptr, store = nullptr, add_one = nullptr,
-             countdown = nullptr, step = nullptr, fail = nullptr;
+             countdown = nullptr, step = nullptr, fail = nullptr, fill_from = nullptr;
 };
 
 TEST_F(GraphConditional, HandleCreateChecksItsArguments) {
@@ -585,6 +590,54 @@ TEST_F(GraphConditional, DebugDotPrint) {
   }
   std::remove(path.c_str());
   EXPECT_OK(cuGraphDestroy(g));
+}
+
+// Stream order around a body: many blocks of a body kernel, then copies queued on the stream
+// right after the launch (no synchronisation between) see all of the body's writes, launch
+// after launch.
+TEST_F(GraphConditional, BodyWorkIsOrderedBeforeLaterWorkOnTheStream) {
+  if (refused_on_cuda_backend()) return;
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
+  load_kernels();
+  constexpr int n = 4096;
+  CUdeviceptr buf = 0;
+  ASSERT_OK(cuMemAlloc_v2(&buf, 2 * n * sizeof(int)));
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUgraphConditionalHandle h = 0;
+  ASSERT_OK(cuGraphConditionalHandleCreate(&h, g, ctx, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+  std::vector<CUgraph> bodies;
+  ASSERT_OK(conditional(g, {}, h, CU_GRAPH_COND_TYPE_IF, 1, bodies));
+  CUdeviceptr v = mem;
+  int count = n;
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = fill_from;
+  p.gridDimX = n / 64;
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = 64;
+  p.blockDimY = p.blockDimZ = 1;
+  void* args[] = {&buf, &v, &count};
+  p.kernelParams = args;
+  CUgraphNode k = nullptr;
+  ASSERT_OK(cuGraphAddKernelNode_v2(&k, bodies[0], nullptr, 0, &p));
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  std::vector<int> host(n);
+  for (int launch = 0; launch < 8; ++launch) {
+    SCOPED_TRACE(launch);
+    const int base = 1000 * (launch + 1);
+    ASSERT_OK(cuMemsetD32Async(v, static_cast<unsigned>(base), 1, stream));
+    ASSERT_OK(cuGraphLaunch(x, stream));
+    ASSERT_OK(cuMemcpyDtoDAsync_v2(buf + n * sizeof(int), buf, n * sizeof(int), stream));
+    ASSERT_OK(cuMemcpyDtoHAsync_v2(host.data(), buf + n * sizeof(int), n * sizeof(int), stream));
+    ASSERT_OK(cuStreamSynchronize(stream));
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += host[i] != base + i;
+    EXPECT_EQ(0, wrong);
+  }
+  EXPECT_OK(cuGraphExecDestroy(x));
+  EXPECT_OK(cuGraphDestroy(g));
+  EXPECT_OK(cuMemFree_v2(buf));
 }
 
 // A kernel failing inside a body fails the launch: the launching stream's synchronisation
