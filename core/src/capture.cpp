@@ -109,6 +109,11 @@ CUresult add_captured(Stream& s, CUgraphNodeType type, const char* fn, Fill&& fi
   std::lock_guard lock(graph_mutex());
   StreamCapture* sc = nullptr;
   if (CUresult r = capture_target(s, sc, fn)) return r;
+  if (in_conditional_body(*sc->session->graph) && !body_node_allowed(type)) {
+    sc->session->invalidated = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return reject(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, fn,
+                  "this work cannot be captured into a conditional node's body");
+  }
   GraphNode& n = add_node(*sc->session->graph, type, sc->deps);
   fill(n);
   sc->deps.assign(1, Edge{&n, {}});
@@ -459,13 +464,18 @@ CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, CUgraph into, const
 
 CUresult end_capture(CUstream h, CUgraph* phGraph, bool per_thread) {
   const char* fn = "cuStreamEndCapture";
-  if (!phGraph) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
   std::lock_guard lock(core::graph_mutex());
   StreamCapture* sc = s->capture.load();
   if (!sc) return reject(CUDA_ERROR_ILLEGAL_STATE, fn, "the stream is not capturing");
   CaptureSession& c = *sc->session;
+  // A capture into the program's own graph (cuStreamBeginCaptureToGraph) may leave the
+  // out-pointer null: the program has the graph already (NVIDIA's graphConditionalNodes sample
+  // does so, and passes on NVIDIA's driver). A new graph needs somewhere to go.
+  if (!phGraph && c.owns_graph) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  CUgraph ignored = nullptr;
+  if (!phGraph) phGraph = &ignored;
   if (c.origin != s) {
     core::invalidate(c, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, fn);  // as NVIDIA's driver does
     return reject(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, fn,

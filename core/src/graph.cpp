@@ -64,8 +64,10 @@ void destroy_graph(std::unique_ptr<Graph> g) noexcept {
   if (!g) return;
   for (auto& n : g->nodes) {
     if (n->child) destroy_graph(std::move(n->child));
+    for (auto& b : n->cond.bodies) destroy_graph(std::move(b));
     erase_node_handle(*n);
   }
+  for (auto& h : g->cond_handles) h->graph = nullptr;
   for (auto& [obj, count] : g->user_objects) release_user_object_refs(*obj, count);
   graph_handles().graphs.erase(reinterpret_cast<std::uintptr_t>(g->handle));
 }
@@ -221,12 +223,17 @@ CUresult prepare_memop_node(const CUDA_BATCH_MEM_OP_NODE_PARAMS& p, MemOpParams&
 }  // namespace cudamux::core
 
 namespace cudamux::impl {
+using core::body_node_allowed;
 using core::Edge;
 using core::Graph;
 using core::GraphNode;
+using core::in_conditional_body;
 using core::reject;
 
 namespace {
+
+// The graph add_typed_node is adding to (graph_mutex() held), for checks of the payload.
+const Graph* g_adding_to = nullptr;
 
 // The node's graph must be `g` (when given) and alive.
 GraphNode* node_in(CUgraphNode h, const Graph* g) {
@@ -281,7 +288,14 @@ CUresult add_typed_node(CUgraphNode* out, CUgraph hGraph, const CUgraphNode* dep
       if (!valid_edge_data(e.data, *e.from, probe))
         return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid edge data");
   }
-  if (CUresult r = fill(probe)) return r;
+  if (in_conditional_body(*g) && !body_node_allowed(type))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "a conditional node's body may hold only kernel, empty, child graph, memset, "
+                  "memcpy and conditional nodes");
+  g_adding_to = g;
+  const CUresult filled = fill(probe);
+  g_adding_to = nullptr;
+  if (filled) return filled;
   GraphNode& n = core::add_node(*g, type, edges);
   n.kernel = std::move(probe.kernel);
   core::refresh_arg_ptrs(n.kernel);
@@ -294,6 +308,8 @@ CUresult add_typed_node(CUgraphNode* out, CUgraph hGraph, const CUgraphNode* dep
   n.alloc = probe.alloc;
   n.free_ptr = probe.free_ptr;
   n.memop = std::move(probe.memop);
+  n.cond = std::move(probe.cond);
+  for (auto& b : n.cond.bodies) b->parent = &n;
   *out = n.handle;
   return CUDA_SUCCESS;
 }
@@ -337,9 +353,25 @@ CUresult check_event(CUevent e, const char* fn) {
 // Child graphs may hold neither memory nodes nor conditional nodes of their own (CUDA's rule).
 bool child_allowed(const Graph& g) {
   for (const auto& n : g.nodes) {
-    if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+    if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+        n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
       return false;
     if (n->child && !child_allowed(*n->child)) return false;
+  }
+  return true;
+}
+
+bool has_conditional(const Graph& g) {
+  for (const auto& n : g.nodes)
+    if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL || (n->child && has_conditional(*n->child)))
+      return true;
+  return false;
+}
+
+bool body_allowed(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    if (!body_node_allowed(n->type)) return false;
+    if (n->child && !body_allowed(*n->child)) return false;
   }
   return true;
 }
@@ -347,8 +379,13 @@ bool child_allowed(const Graph& g) {
 CUresult fill_child(GraphNode& probe, CUgraph child, bool move, const char* fn) {
   Graph* c = core::graph_of(child);
   if (!c) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid child graph");
+  if (g_adding_to && in_conditional_body(*g_adding_to) && !body_allowed(*c))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "a conditional node's body may hold only kernel, empty, child graph, memset, "
+                  "memcpy and conditional nodes");
   if (!child_allowed(*c))
-    return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "child graphs cannot hold memory nodes");
+    return reject(CUDA_ERROR_NOT_SUPPORTED, fn,
+                  "child graphs cannot hold memory nodes or conditional nodes");
   if (move) {
     if (c->parent) return reject(CUDA_ERROR_INVALID_VALUE, fn, "graph is already a child graph");
     probe.child.reset(c);  // the node owns it from now on; its handle stays valid
@@ -420,9 +457,75 @@ CUresult fill_generic(GraphNode& probe, CUgraphNodeParams& p, const char* fn) {
       return core::prepare_memop_node(m, probe.memop, fn);
     }
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-      return not_supported_node(fn, "conditional");
+      // Added by cuGraphAddNode (fill_conditional); their parameters never change.
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "a conditional node's parameters cannot change");
     default:
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown node type");
+  }
+}
+
+// The conditional handle `id` when it was created for `g` or a graph enclosing it.
+std::shared_ptr<core::CondHandle> find_handle(const Graph& g, CUgraphConditionalHandle id) {
+  for (const Graph* at = &g; at; at = at->parent ? at->parent->graph : nullptr)
+    for (const auto& h : at->cond_handles)
+      if (h->id() == id) return h;
+  return nullptr;
+}
+
+// A conditional node of `g` (cuGraphAddNode): its handle checked, its bodies created.
+CUresult fill_conditional(GraphNode& probe, const Graph& g, const CUDA_CONDITIONAL_NODE_PARAMS& p,
+                          const char* fn) {
+  core::Context* ctx = nullptr;
+  if (CUresult r = core::context_or_current(p.ctx, ctx, fn)) return r;
+  auto h = find_handle(g, p.handle);
+  if (!h)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "the conditional handle was not created for this graph or one enclosing it");
+  if (h->ctx != ctx)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "the node's context is not the conditional handle's context");
+  switch (p.type) {
+    case CU_GRAPH_COND_TYPE_IF:
+      if (p.size != 1 && p.size != 2)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "an IF node has 1 or 2 bodies");
+      break;
+    case CU_GRAPH_COND_TYPE_WHILE:
+      if (p.size != 1) return reject(CUDA_ERROR_INVALID_VALUE, fn, "a WHILE node has 1 body");
+      break;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+      if (p.size == 0)
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "a SWITCH node has at least 1 body");
+      break;
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown conditional node type");
+  }
+  core::CondParams& c = probe.cond;
+  c.handle = std::move(h);
+  c.type = p.type;
+  c.ctx = ctx;
+  for (unsigned i = 0; i < p.size; ++i) {
+    auto body = core::new_graph();
+    if (!body) {
+      for (auto& b : c.bodies) core::destroy_graph(std::move(b));
+      c.bodies.clear();
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    c.body_handles.push_back(body->handle);
+    c.bodies.push_back(std::move(body));
+  }
+  return CUDA_SUCCESS;
+}
+
+const char* cond_type_name(CUgraphConditionalNodeType t) {
+  switch (t) {
+    case CU_GRAPH_COND_TYPE_IF:
+      return "IF";
+    case CU_GRAPH_COND_TYPE_WHILE:
+      return "WHILE";
+    case CU_GRAPH_COND_TYPE_SWITCH:
+      return "SWITCH";
+    default:
+      return "?";
   }
 }
 
@@ -609,9 +712,23 @@ void dot_graph(const Graph& g, const std::string& prefix, unsigned flags, std::s
       label += fmt::format("\\nvalue {:#x} elem {} width {} height {}", n->fill.params.value,
                            n->fill.params.elementSize, n->fill.params.width, n->fill.params.height);
     }
+    if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      label += std::string("\\n") + cond_type_name(n->cond.type);
+      if (flags &
+          (CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE | CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS))
+        label += fmt::format("\\nhandle {:#x} default {} flags {} size {}", n->cond.handle->id(),
+                             n->cond.handle->default_value, n->cond.handle->flags,
+                             n->cond.bodies.size());
+    }
     if (n->child) {
       out += fmt::format("subgraph cluster_{} {{\nlabel=\"{}\";\n", id, label);
       dot_graph(*n->child, id + "_", flags, out);
+      out += "}\n";
+    }
+    for (std::size_t b = 0; b < n->cond.bodies.size(); ++b) {
+      const std::string body = id + "_body" + std::to_string(b);
+      out += fmt::format("subgraph cluster_{} {{\nlabel=\"{} body {}\";\n", body, label, b);
+      dot_graph(*n->cond.bodies[b], body + "_", flags, out);
       out += "}\n";
     }
     out += fmt::format("\"{}\" [shape=box, label=\"{}\"];\n", id, label);
@@ -655,6 +772,9 @@ CUresult cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph) {
   std::lock_guard lock(core::graph_mutex());
   Graph* g = core::graph_of(originalGraph);
   if (!g) return reject(CUDA_ERROR_INVALID_VALUE, "cuGraphClone", "invalid graph");
+  if (has_conditional(*g))
+    return reject(CUDA_ERROR_NOT_SUPPORTED, "cuGraphClone",
+                  "graphs with conditional nodes cannot be cloned");
   auto c = core::clone_graph(*g);
   if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
   *phGraphClone = c.release()->handle;
@@ -760,6 +880,7 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode) {
   for (const Edge& e : n->in) std::erase(e.from->out, n);
   for (GraphNode* d : n->out) std::erase_if(d->in, [&](const Edge& e) { return e.from == n; });
   if (n->child) core::destroy_graph(std::move(n->child));
+  for (auto& b : n->cond.bodies) core::destroy_graph(std::move(b));
   core::graph_handles().nodes.erase(reinterpret_cast<std::uintptr_t>(n->handle));
   std::erase_if(g.nodes, [&](const std::unique_ptr<GraphNode>& p) { return p.get() == n; });
   return CUDA_SUCCESS;
@@ -849,6 +970,18 @@ CUresult cuGraphAddNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null parameters");
   if (p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "reserved fields must be 0");
+  if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+    const CUresult r = add_typed_node(out, g, deps, data, n, p->type, fn, [&](GraphNode& probe) {
+      return fill_conditional(probe, *core::graph_of(g), p->conditional, fn);
+    });
+    if (r == CUDA_SUCCESS) {
+      std::lock_guard lock(core::graph_mutex());
+      GraphNode* node = core::node_of(*out);
+      // The node's own array: valid for the node's life (CUDA's contract).
+      p->conditional.phGraph_out = node ? node->cond.body_handles.data() : nullptr;
+    }
+    return r;
+  }
   return add_typed_node(out, g, deps, data, n, p->type, fn,
                         [&](GraphNode& probe) { return fill_generic(probe, *p, fn); });
 }
@@ -1150,6 +1283,42 @@ CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char* path, unsigned int fla
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok)
     return reject(CUDA_ERROR_OPERATING_SYSTEM, fn, "cannot write the output file");
+  return CUDA_SUCCESS;
+}
+
+// --- conditional handles ---
+
+CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out, CUgraph hGraph,
+                                        CUcontext ctx, unsigned int defaultLaunchValue,
+                                        unsigned int flags) {
+  const char* fn = "cuGraphConditionalHandleCreate";
+  if (!pHandle_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  if (flags & ~static_cast<unsigned>(CU_GRAPH_COND_ASSIGN_DEFAULT))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "flags must be 0 or CU_GRAPH_COND_ASSIGN_DEFAULT");
+  // The cuda backend runs NVIDIA's kernels, whose cudaGraphSetConditional needs NVIDIA's own
+  // handles; cudamux's graphs replay there node by node, so conditional nodes are refused.
+  if (core::Core::get().backend().name() == "cuda") {
+    core::Core::get().log().warn(
+        "{}: conditional nodes are not supported on the cuda backend (NVIDIA's device code "
+        "sets NVIDIA's handles, not cudamux's): returning CUDA_ERROR_NOT_SUPPORTED",
+        fn);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  std::lock_guard lock(core::graph_mutex());
+  Graph* g = core::graph_of(hGraph);
+  if (!g) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid graph");
+  core::Context* c = nullptr;
+  if (CUresult r = core::context_or_current(ctx, c, fn)) return r;
+  auto h = std::make_shared<core::CondHandle>();
+  h->graph = g;
+  h->ctx = c;
+  h->default_value = defaultLaunchValue;
+  h->flags = flags;
+  // Without CU_GRAPH_COND_ASSIGN_DEFAULT the value is whatever device code last set; it starts
+  // at the default.
+  h->value.store(defaultLaunchValue, std::memory_order_relaxed);
+  *pHandle_out = h->id();
+  g->cond_handles.push_back(std::move(h));
   return CUDA_SUCCESS;
 }
 

@@ -85,6 +85,32 @@ struct AllocParams {
   std::shared_ptr<GraphAllocation> memory;
 };
 
+// A conditional handle (cuGraphConditionalHandleCreate). The handle's value, as the program
+// sees it, is the address of `value`: device code (cudaGraphSetConditional on the mock, the C
+// entry cudamux_graph_set_conditional of libcudamux-device.so) stores the condition there and
+// the conditional node reads it when it runs. Shared by the graph that created it and the
+// executable graphs made from it (CUDA allows one executable graph of such a graph at a time,
+// so one value per handle is CUDA's model).
+struct CondHandle {
+  std::atomic<unsigned> value{0};
+  Graph* graph = nullptr;  // the graph it was created for; null once that graph is destroyed
+  Context* ctx = nullptr;
+  unsigned default_value = 0;
+  unsigned flags = 0;  // CU_GRAPH_COND_ASSIGN_DEFAULT
+  [[nodiscard]] CUgraphConditionalHandle id() const noexcept {
+    return reinterpret_cast<CUgraphConditionalHandle>(&value);
+  }
+};
+
+// A conditional node: its handle and the body graphs it owns.
+struct CondParams {
+  std::shared_ptr<CondHandle> handle;
+  CUgraphConditionalNodeType type = CU_GRAPH_COND_TYPE_IF;
+  Context* ctx = nullptr;
+  std::vector<std::unique_ptr<Graph>> bodies;
+  std::vector<CUgraph> body_handles;  // what phGraph_out points to (lives with the node)
+};
+
 struct GraphNode {
   CUgraphNode handle = nullptr;
   Graph* graph = nullptr;
@@ -103,6 +129,7 @@ struct GraphNode {
   AllocParams alloc;
   CUdeviceptr free_ptr = 0;  // mem free node
   MemOpParams memop;         // batch memory operation node
+  CondParams cond;           // conditional node
 };
 
 struct Graph {
@@ -111,8 +138,27 @@ struct Graph {
   std::uint64_t next_order = 0;
   GraphNode* parent = nullptr;  // the child graph node owning this graph, if any
   Graph* clone_source = nullptr;
-  std::map<UserObject*, unsigned> user_objects;  // references the graph holds
-  CaptureSession* capturing = nullptr;           // a capture currently adding to it
+  std::map<UserObject*, unsigned> user_objects;           // references the graph holds
+  CaptureSession* capturing = nullptr;                    // a capture currently adding to it
+  std::vector<std::shared_ptr<CondHandle>> cond_handles;  // created for this graph
+  // Executable graphs alive that were instantiated from it (CUDA allows one at a time for a
+  // graph with conditional nodes); shared with them, as the graph may go first.
+  std::shared_ptr<std::atomic<int>> instances = std::make_shared<std::atomic<int>>(0);
+};
+
+struct ExecNode;
+struct GraphExec;
+// A conditional node of an executable graph. Owned through a shared_ptr: a launch in flight
+// keeps it (and its bodies) alive after cuGraphExecDestroy, as CUDA frees in-flight graphs
+// asynchronously.
+struct CondExec {
+  std::shared_ptr<CondHandle> handle;
+  CUgraphConditionalNodeType type = CU_GRAPH_COND_TYPE_IF;
+  Context* ctx = nullptr;
+  std::vector<std::unique_ptr<GraphExec>> bodies;
+  // The queue the chosen body runs on, while the launch's own queue waits in the node (made
+  // at the first launch, in the launch's context).
+  std::unique_ptr<backend::Queue> queue;
 };
 
 // One node of an executable graph, prepared to run.
@@ -131,6 +177,7 @@ struct ExecNode {
   AllocParams alloc;
   CUdeviceptr free_ptr = 0;
   MemOpParams memop;
+  std::shared_ptr<CondExec> cond;  // conditional node
 };
 
 struct GraphExec {
@@ -141,6 +188,11 @@ struct GraphExec {
   std::unordered_map<std::uintptr_t, std::size_t> by_origin;  // node handle -> index
   std::mutex mutex;                                           // launches against per-node updates
   std::map<UserObject*, unsigned> user_objects;  // references it holds (from its graph)
+  // Conditional handles of the source graph with CU_GRAPH_COND_ASSIGN_DEFAULT: set to their
+  // default at the start of each run of this graph (a launch, or a body's run).
+  std::vector<std::shared_ptr<CondHandle>> reset_handles;
+  std::shared_ptr<std::atomic<int>> instances;  // the source graph's count (top level only)
+  bool has_conditional = false;                 // anywhere inside
   // The device's own executable graph of these nodes (the cuda backend), made at the first
   // launch and dropped by every change of the nodes (guarded by `mutex`).
   std::unique_ptr<backend::NativeGraph> native;
@@ -180,6 +232,19 @@ struct StreamCapture {
   std::vector<CUgraphNode> deps_out;
   std::vector<CUgraphEdgeData> edges_out;
 };
+
+// Whether `g` is (inside) the body of a conditional node.
+inline bool in_conditional_body(const Graph& g) noexcept {
+  for (const Graph* at = &g; at->parent; at = at->parent->graph)
+    if (at->parent->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) return true;
+  return false;
+}
+// The node kinds a conditional body may hold (recursively, through child graphs).
+inline bool body_node_allowed(CUgraphNodeType t) noexcept {
+  return t == CU_GRAPH_NODE_TYPE_KERNEL || t == CU_GRAPH_NODE_TYPE_EMPTY ||
+         t == CU_GRAPH_NODE_TYPE_GRAPH || t == CU_GRAPH_NODE_TYPE_MEMSET ||
+         t == CU_GRAPH_NODE_TYPE_MEMCPY || t == CU_GRAPH_NODE_TYPE_CONDITIONAL;
+}
 
 // Handle tables of graph objects.
 struct GraphHandles {

@@ -71,10 +71,44 @@ bool topological_order(const std::vector<ExecNode>& nodes, std::vector<std::size
 
 }  // namespace
 
+namespace {
+std::vector<std::shared_ptr<CondHandle>> handles_to_reset(const Graph& g) {
+  std::vector<std::shared_ptr<CondHandle>> out;
+  for (const auto& h : g.cond_handles)
+    if (h->flags & CU_GRAPH_COND_ASSIGN_DEFAULT) out.push_back(h);
+  return out;
+}
+
+CUresult build_exec_in(const Graph& g, unsigned long long flags, std::unique_ptr<GraphExec>& out,
+                       const GraphNode*& error_node, const char* fn, bool in_body);
+
+// A conditional node of an executable graph, its bodies instantiated.
+CUresult build_conditional(const GraphNode& n, unsigned long long flags, ExecNode& e,
+                           const GraphNode*& error_node, const char* fn) {
+  auto c = std::make_shared<CondExec>();
+  c->handle = n.cond.handle;
+  c->type = n.cond.type;
+  c->ctx = n.cond.ctx;
+  for (const auto& body : n.cond.bodies) {
+    if (CUresult r = build_exec_in(*body, flags, c->bodies.emplace_back(), error_node, fn, true))
+      return r;
+  }
+  e.cond = std::move(c);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
 CUresult build_exec(const Graph& g, unsigned long long flags, std::unique_ptr<GraphExec>& out,
                     const GraphNode*& error_node, const char* fn) {
+  return build_exec_in(g, flags, out, error_node, fn, false);
+}
+
+namespace {
+CUresult build_exec_in(const Graph& g, unsigned long long flags, std::unique_ptr<GraphExec>& out,
+                       const GraphNode*& error_node, const char* fn, bool in_body) {
   auto x = std::make_unique<GraphExec>();
   x->flags = flags;
+  x->reset_handles = handles_to_reset(g);
   std::unordered_map<const GraphNode*, std::size_t> index;
   x->nodes.reserve(g.nodes.size());
   for (const auto& n : g.nodes) {
@@ -89,8 +123,20 @@ CUresult build_exec(const Graph& g, unsigned long long flags, std::unique_ptr<Gr
       error_node = n.get();
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "an event node's event was destroyed");
     }
+    // Captures and moved child graphs can bring in what a body may not hold.
+    if (in_body && !body_node_allowed(n->type)) {
+      error_node = n.get();
+      return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                    "a conditional node's body may hold only kernel, empty, child graph, memset, "
+                    "memcpy and conditional nodes");
+    }
     if (n->child) {
-      if (CUresult r = build_exec(*n->child, flags, e.child, error_node, fn)) return r;
+      if (CUresult r = build_exec_in(*n->child, flags, e.child, error_node, fn, in_body)) return r;
+      if (e.child->has_conditional) x->has_conditional = true;
+    }
+    if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      if (CUresult r = build_conditional(*n, flags, e, error_node, fn)) return r;
+      x->has_conditional = true;
     }
   }
   for (const auto& n : g.nodes) {
@@ -106,8 +152,93 @@ CUresult build_exec(const Graph& g, unsigned long long flags, std::unique_ptr<Gr
   return CUDA_SUCCESS;
 }
 
+// --- conditional nodes at run time ---
+
+// What a submitted conditional node (or a reset of handles) needs when the queue reaches it;
+// owned by the host function that runs it.
+struct CondRun {
+  std::shared_ptr<CondExec> cond;
+  std::shared_ptr<CondHandle> handle;
+};
+struct CondReset {
+  std::vector<std::shared_ptr<CondHandle>> handles;
+};
+
+void reset_handles(void* p) {
+  std::unique_ptr<CondReset> r(static_cast<CondReset*>(p));
+  for (const auto& h : r->handles) h->value.store(h->default_value, std::memory_order_release);
+}
+
+// Runs on the launch queue once the node's dependencies are done: evaluates the condition and
+// runs the chosen body on the node's own queue, waiting for it, so that the launch queue's
+// next work (the node's dependents, and everything after the launch) starts after the body.
+void run_conditional(void* p) {
+  std::unique_ptr<CondRun> run(static_cast<CondRun*>(p));
+  CondExec& c = *run->cond;
+  const auto value = [&] { return run->handle->value.load(std::memory_order_acquire); };
+  const auto body = [&](std::size_t i) {
+    if (!c.queue) return false;
+    std::vector<Event*> recorded;  // bodies hold no event nodes
+    backend::Status st = run_exec(*c.bodies[i], *c.queue, recorded);
+    if (st.ok()) st = c.queue->synchronize();
+    if (!st.ok()) {
+      Core::get().log().error(
+          "conditional node: body {} failed (backend error {}); the node's remaining "
+          "iterations are skipped",
+          i, st.native);
+      // A kernel failure in a body is the context's, as it is for a kernel node outside one:
+      // the launching stream's synchronisation reports it (stream_synchronize reads it).
+      note_sticky(*c.ctx, Core::get().map(st, "cuGraphLaunch"));
+      return false;
+    }
+    return true;
+  };
+  switch (c.type) {
+    case CU_GRAPH_COND_TYPE_IF:
+      if (value() != 0)
+        body(0);
+      else if (c.bodies.size() == 2)
+        body(1);
+      break;
+    case CU_GRAPH_COND_TYPE_WHILE:
+      while (value() != 0)
+        if (!body(0)) break;
+      break;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+      if (const unsigned v = value(); v < c.bodies.size()) body(v);
+      break;
+    default:
+      break;
+  }
+}
+
+// Makes the queues of the executable graph's conditional nodes (recursively), in `ctx`.
+backend::Status make_cond_queues(GraphExec& x, Context& ctx) {
+  for (ExecNode& n : x.nodes) {
+    if (n.child) {
+      if (auto st = make_cond_queues(*n.child, ctx); !st.ok()) return st;
+    }
+    if (!n.cond) continue;
+    if (!n.cond->queue) {
+      if (auto st = ctx.impl->create_queue(CU_STREAM_NON_BLOCKING, 0, n.cond->queue); !st.ok())
+        return st;
+    }
+    for (auto& b : n.cond->bodies)
+      if (auto st = make_cond_queues(*b, ctx); !st.ok()) return st;
+  }
+  return backend::kOk;
+}
+}  // namespace
+
 backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& recorded,
                          bool capturing) {
+  if (!x.reset_handles.empty()) {
+    auto* r = new CondReset{x.reset_handles};
+    if (auto st = q.host_function(&reset_handles, r); !st.ok()) {
+      delete r;
+      return st;
+    }
+  }
   for (const std::size_t i : x.run_order) {
     ExecNode& n = x.nodes[i];
     backend::Status st = backend::kOk;
@@ -141,6 +272,12 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
       case CU_GRAPH_NODE_TYPE_GRAPH:
         st = run_exec(*n.child, q, recorded, capturing);
         break;
+      case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+        auto* run = new CondRun{n.cond, n.cond->handle};
+        st = q.host_function(&run_conditional, run);
+        if (!st.ok()) delete run;
+        break;
+      }
       case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
         if (Event* e = event_of(n.event)) {
           st = q.record(*e->impl);
@@ -218,6 +355,11 @@ CUresult launch_exec(GraphExec& x, Stream& s, const char* fn) {
       if (auto st = prev->queue->record(*order->last->impl); !st.ok()) return core.map(st, fn);
       wait_previous = true;
     }
+  }
+  if (x.has_conditional) {
+    // Conditional nodes run on the core's replay (the cuda backend refuses their handles).
+    x.native_tried = true;
+    if (auto st = make_cond_queues(x, *s.ctx); !st.ok()) return core.map(st, fn);
   }
   // The device's own graph where the backend makes one (once, in the first launch's context).
   if (!x.native_tried) {
@@ -341,6 +483,13 @@ UpdateResult update_allowed(const ExecNode& e, const GraphNode& n) {
       }
       return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      // A conditional node's own parameters cannot change (CUDA's rule); its bodies are
+      // checked node by node.
+      if (!e.cond || e.cond->type != n.cond.type || e.cond->bodies.size() != n.cond.bodies.size() ||
+          e.cond->ctx != n.cond.ctx)
+        return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+      return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     default:
       return CU_GRAPH_EXEC_UPDATE_SUCCESS;
   }
@@ -376,15 +525,33 @@ UpdateResult check_update(const GraphExec& x, const Graph& g, const GraphNode*& 
         return r;
     }
     if (const auto r = update_allowed(e, n); r != CU_GRAPH_EXEC_UPDATE_SUCCESS) return r;
+    for (std::size_t b = 0; b < n.cond.bodies.size(); ++b) {
+      const GraphNode* inner = nullptr;
+      const GraphNode* inner_from = nullptr;
+      if (const auto r = check_update(*e.cond->bodies[b], *n.cond.bodies[b], inner, inner_from);
+          r != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        err = inner ? inner : &n;
+        err_from = inner_from;
+        return r;
+      }
+    }
   }
   err = nullptr;
   return CU_GRAPH_EXEC_UPDATE_SUCCESS;
 }
 
 void apply_update(GraphExec& x, const Graph& g) {
+  // The updated graph's handles (kernels of the new graph set them), with their flags and
+  // default values (CUDA's rule).
+  x.reset_handles = handles_to_reset(g);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     copy_exec_payload(*g.nodes[i], x.nodes[i]);
     if (g.nodes[i]->child) apply_update(*x.nodes[i].child, *g.nodes[i]->child);
+    if (const auto& c = x.nodes[i].cond) {
+      c->handle = g.nodes[i]->cond.handle;
+      for (std::size_t b = 0; b < c->bodies.size(); ++b)
+        apply_update(*c->bodies[b], *g.nodes[i]->cond.bodies[b]);
+    }
   }
 }
 
@@ -427,9 +594,22 @@ CUresult instantiate(CUgraphExec* out, CUgraph hGraph, unsigned long long flags,
     if (result) *result = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
     return r;
   }
+  if (x->has_conditional) {
+    // CUDA allows one executable graph at a time of a graph with conditional nodes (each
+    // handle has one value).
+    if (g->instances->load(std::memory_order_acquire) > 0) {
+      if (result) *result = CUDA_GRAPH_INSTANTIATE_ERROR;
+      return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                    "a graph with conditional nodes may have one executable graph at a time");
+    }
+  }
   const auto h = core::graph_handles().execs.insert(x.get());
   if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
   x->handle = reinterpret_cast<CUgraphExec>(h);
+  if (x->has_conditional) {
+    x->instances = g->instances;
+    x->instances->fetch_add(1, std::memory_order_acq_rel);
+  }
   // The executable graph keeps its own references to the graph's user objects.
   for (auto& [obj, count] : g->user_objects) {
     obj->refs.fetch_add(count, std::memory_order_relaxed);
@@ -574,6 +754,7 @@ CUresult cuGraphExecDestroy(CUgraphExec h) {
     std::lock_guard xlock(x->mutex);  // a launch in progress on another thread finishes first
   }
   core::forget_exec(*x);
+  if (x->instances) x->instances->fetch_sub(1, std::memory_order_acq_rel);
   // User objects are released once the executable graph's launches are submitted; their
   // destructors may run before those launches complete (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC,
   // the only mode CUDA offers, allows no synchronisation either way).

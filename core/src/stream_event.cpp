@@ -68,8 +68,11 @@ CUresult stream_synchronize(CUstream h, bool per_thread) {
   Stream* s = nullptr;
   if (CUresult r = core::resolve_stream(h, per_thread, s)) return r;
   if (core::capture_applies(*s)) return core::capture_forbidden(*s, "cuStreamSynchronize");
-  const CUresult r = core::note_sticky(
+  CUresult r = core::note_sticky(
       *s->ctx, Core::get().map(s->queue->synchronize(), "cuStreamSynchronize"));  // issue #3
+  // A kernel that failed elsewhere in the context (a conditional node's body runs on a queue
+  // of its own) spoils it for every stream, as on NVIDIA's driver.
+  if (r == CUDA_SUCCESS) r = core::sticky_error(*s->ctx);
   if (r == CUDA_SUCCESS) core::pool_after_synchronize(s->ctx->device);  // release threshold
   return r;
 }

@@ -861,6 +861,10 @@ void Emitter::emit_extern_wrapper(std::size_t fi) {
        << ")));\n";
   } else if (n == "free" && f.params.size() == 1) {
     o_ << "  free(::cudamux_ptx_rt::gp(" << arg(0, "u64") << "));\n";
+  } else if (n == "cudaGraphSetConditional" && f.params.size() == 2 && f.returns.empty()) {
+    // The device runtime's setter of a conditional node's handle (CUDA 12.3+): the handle is
+    // the core's own value (not a device address), passed through unchanged.
+    o_ << "  cudamux_graph_set_conditional(" << arg(0, "u64") << ", " << arg(1, "u32") << ");\n";
   } else {
     for (std::size_t r = 0; r < f.returns.size(); ++r) o_ << "  (void)pr" << r << ";\n";
     for (std::size_t p = 0; p < f.params.size(); ++p) o_ << "  (void)pa" << p << ";\n";

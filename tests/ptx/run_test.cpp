@@ -234,4 +234,84 @@ TEST_F(PtxRun, LocalArraysDynamicSharedStructsGlobalsAndPrintf) {
   }
 }
 
+// nvcc emits cudaGraphSetConditional as a call of an external function; the back end maps it
+// to the device runtime's setter (issue 16). A WHILE node whose body is the countdown of
+// NVIDIA's graphConditionalNodes sample, then an IF/else node set from memory by a kernel.
+TEST_F(PtxRun, GraphSetConditionalFromNvccPtx) {
+  std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/cond.compute_80.ptx");
+  ASSERT_TRUE(in) << "missing fixture";
+  const std::string ptx((std::istreambuf_iterator<char>(in)), {});
+  CUmodule m = nullptr;
+  ASSERT_OK(cuModuleLoadData(&m, ptx.c_str()));
+  CUfunction set_from = nullptr, countdown = nullptr, store = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&set_from, m, "set_from"));
+  ASSERT_OK(cuModuleGetFunction(&countdown, m, "countdown"));
+  ASSERT_OK(cuModuleGetFunction(&store, m, "store"));
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr mem = 0;
+  ASSERT_OK(cuMemAlloc(&mem, 4 * sizeof(int)));
+  const CUdeviceptr counter = mem, iterations = mem + 4, flag = mem + 8, out = mem + 12;
+  const auto kernel = [&](CUgraph g, CUgraphNode* dep, CUfunction f, void** args) {
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = f;
+    p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = args;
+    CUgraphNode n = nullptr;
+    EXPECT_OK(cuGraphAddKernelNode(&n, g, dep, dep ? 1 : 0, &p));
+    return n;
+  };
+  const auto conditional = [&](CUgraph g, CUgraphNode* dep, CUgraphConditionalHandle h,
+                               CUgraphConditionalNodeType type, unsigned size) {
+    CUgraphNodeParams p{};
+    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    p.conditional.handle = h;
+    p.conditional.type = type;
+    p.conditional.size = size;
+    p.conditional.ctx = ctx_;
+    CUgraphNode n = nullptr;
+    EXPECT_OK(cuGraphAddNode(&n, g, dep, nullptr, dep ? 1 : 0, &p));
+    return p.conditional.phGraph_out;
+  };
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUgraphConditionalHandle loop = 0, branch = 0;
+  ASSERT_OK(cuGraphConditionalHandleCreate(&loop, g, ctx_, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+  ASSERT_OK(cuGraphConditionalHandleCreate(&branch, g, ctx_, 0, 0));
+  CUgraph* body = conditional(g, nullptr, loop, CU_GRAPH_COND_TYPE_WHILE, 1);
+  ASSERT_NE(body, nullptr);
+  void* count_args[] = {const_cast<CUdeviceptr*>(&counter), const_cast<CUdeviceptr*>(&iterations),
+                        &loop};
+  kernel(body[0], nullptr, countdown, count_args);
+  void* set_args[] = {&branch, const_cast<CUdeviceptr*>(&flag)};
+  CUgraphNode set = kernel(g, nullptr, set_from, set_args);
+  CUgraph* sides = conditional(g, &set, branch, CU_GRAPH_COND_TYPE_IF, 2);
+  ASSERT_NE(sides, nullptr);
+  int then_value = 1, else_value = 2;
+  void* then_args[] = {const_cast<CUdeviceptr*>(&out), &then_value};
+  void* else_args[] = {const_cast<CUdeviceptr*>(&out), &else_value};
+  kernel(sides[0], nullptr, store, then_args);
+  kernel(sides[1], nullptr, store, else_args);
+  CUgraphExec x = nullptr;
+  ASSERT_OK(cuGraphInstantiate(&x, g, 0));
+  for (int f : {0, 3}) {
+    SCOPED_TRACE(f);
+    const int init[4] = {7, 0, f, -1};
+    ASSERT_OK(cuMemcpyHtoDAsync(mem, init, sizeof init, s));
+    ASSERT_OK(cuGraphLaunch(x, s));
+    int got[4] = {};
+    ASSERT_OK(cuMemcpyDtoHAsync(got, mem, sizeof got, s));
+    ASSERT_OK(cuStreamSynchronize(s));
+    EXPECT_EQ(got[0], 0);
+    EXPECT_EQ(got[1], 7);  // seven iterations of the body
+    EXPECT_EQ(got[3], f ? 1 : 2);
+  }
+  EXPECT_OK(cuGraphExecDestroy(x));
+  EXPECT_OK(cuGraphDestroy(g));
+  EXPECT_OK(cuMemFree(mem));
+  EXPECT_OK(cuStreamDestroy(s));
+  EXPECT_OK(cuModuleUnload(m));
+}
+
 }  // namespace

@@ -439,7 +439,13 @@ cudaError_t node_params_in(const cudaGraphNodeParams& p, CUgraphNodeParams& d,
     case cudaGraphNodeTypeMemFree:
       return unsupported(fn, "memory allocation nodes are not supported");
     case cudaGraphNodeTypeConditional:
-      return unsupported(fn, "conditional nodes are not supported");
+      // The runtime's parameters name no context: the node is the current context's.
+      d.conditional.handle = p.conditional.handle;
+      d.conditional.type = static_cast<CUgraphConditionalNodeType>(p.conditional.type);
+      d.conditional.size = p.conditional.size;
+      d.conditional.phGraph_out = nullptr;
+      d.conditional.ctx = nullptr;
+      return cudaSuccess;
     default:
       return reject(cudaErrorInvalidValue, fn, "unknown node type");
   }
@@ -952,8 +958,21 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
   if (cudaError_t e = enter()) return e;
   CUgraphNodeParams d;
   if (cudaError_t e = node_params_in(*nodeParams, d, fn)) return e;
-  return map(drv::cuGraphAddNode_v2(pGraphNode, graph, pDependencies, edges_in(dependencyData),
-                                    numDependencies, &d));
+  const cudaError_t r = map(drv::cuGraphAddNode_v2(pGraphNode, graph, pDependencies,
+                                                   edges_in(dependencyData), numDependencies, &d));
+  // A conditional node's bodies, created by the call (the array lives with the node).
+  if (r == cudaSuccess && nodeParams->type == cudaGraphNodeTypeConditional)
+    nodeParams->conditional.phGraph_out = d.conditional.phGraph_out;
+  return r;
+}
+
+cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle_out,
+                                             cudaGraph_t graph, unsigned int defaultLaunchValue,
+                                             unsigned int flags) {
+  // The handle belongs to the current context (the runtime's call names none).
+  CUDAMUX_RT_CALL(
+      drv::cuGraphConditionalHandleCreate(reinterpret_cast<CUgraphConditionalHandle*>(pHandle_out),
+                                          graph, nullptr, defaultLaunchValue, flags));
 }
 cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* nodeParams) {
   const char* fn = "cudaGraphNodeSetParams";

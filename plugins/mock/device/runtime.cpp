@@ -597,6 +597,17 @@ CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_clock64(void) {
       std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+// cudaGraphSetConditional. A conditional handle is the address of the value the core keeps
+// for it (core/src/graph.hpp, CondHandle), in host memory every kernel thread reaches; the
+// conditional node reads it once its dependencies are done. A release store: CUDA's device
+// runtime makes the value visible to the node after the kernel, as this does.
+CUDAMUX_DEVICE_EXPORT void cudamux_graph_set_conditional(unsigned long long handle,
+                                                         unsigned value) {
+  if (handle == 0) cudamux_trap();  // no handle: an illegal access on a GPU as well
+  __atomic_store_n(reinterpret_cast<unsigned*>(static_cast<std::uintptr_t>(handle)), value,
+                   __ATOMIC_RELEASE);
+}
+
 namespace cudamux::device {
 
 __thread MemcheckState* t_memcheck __attribute__((tls_model("initial-exec"))) = nullptr;

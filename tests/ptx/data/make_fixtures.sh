@@ -17,6 +17,7 @@ gen async compute_80
 gen atomics compute_90
 gen cluster compute_90
 gen saxpy compute_90 -G  # debug: .file/.loc and DWARF .section bodies
+gen cond compute_80
 gen misc compute_80 -rdc=true
 gen misc compute_90a -rdc=true
 "$nvcc" -ptx -arch=compute_80 -G funcs.cu -o funcs.compute_80.G.ptx  # debug with device calls

@@ -121,6 +121,9 @@ void cudamux_assert_fail(const char* expression, const char* file, unsigned line
 // Aborts the launch with CUDA_ERROR_ILLEGAL_ADDRESS-like codes from helper code.
 void cudamux_trap(void);
 unsigned long long cudamux_clock64(void);
+// cudaGraphSetConditional (issue 16): sets the value of a conditional graph node's handle
+// (a CUgraphConditionalHandle of the core). The entry PTX-compiled code calls too.
+void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);
 
 // --- memory checks (issue 9) ---
 // Called by the __asan_* hooks of modules compiled in memcheck mode (-fsanitize=kernel-address

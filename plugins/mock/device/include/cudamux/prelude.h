@@ -487,6 +487,12 @@ extern "C" __attribute__((visibility("default"))) inline int printf(const char* 
 }
 #include "cudamux/assert.h"
 
+// --- conditional graph nodes (cudaGraphSetConditional, CUDA's device runtime) ---
+typedef unsigned long long cudaGraphConditionalHandle;
+static inline void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value) {
+  cudamux_graph_set_conditional(handle, value);
+}
+
 // --- loop fission support (the compiler's generated "twin" functions use these) ---
 namespace cudamux::fission {
 template <class T>
