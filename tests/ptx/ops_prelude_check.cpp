@@ -89,3 +89,31 @@ __attribute__((used)) void collective_ops(u32* u, bool* b) {
     trap("why");
   }
 }
+
+// ptx-mma: every warp-matrix helper the emitter calls.
+__attribute__((used)) void matrix_ops(u32* u, void* p) {
+  using namespace cudamux::ptx::mma_ops;
+  mma<F16, F16, F32, F32, 16, false>(u, u + 24);
+  mma<F16, F16, F16, F16, 16, false>(u, u + 24);
+  mma<F16, F16, F32, F16, 8, false>(u, u + 24);
+  mma<BF16, BF16, F32, F32, 16, false>(u, u + 24);
+  mma<TF32, TF32, F32, F32, 4, false>(u, u + 24);
+  mma<TF32, TF32, F32, F32, 8, false>(u, u + 24);
+  mma<S8, U8, S32, S32, 32, true>(u, u + 24);
+  mma<U8, S8, S32, S32, 16, false>(u, u + 24);
+  mma_f64(u, u + 24);
+  ldmatrix<4, true>(p, u);
+  ldmatrix<1, false>(p, u);
+  stmatrix<2, true>(p, u);
+  u[0] = movmatrix_trans(u[1]);
+  wmma_load<0, F16, 16, true>(p, 16, u);
+  wmma_load<1, BF16, 16, false>(p, 16, u);
+  wmma_load<0, TF32, 8, false>(p, 8, u);
+  wmma_load<2, F16, 16, false>(p, 16, u);
+  wmma_load<2, F32, 8, true>(p, 16, u);
+  wmma_store<F16, 16, true>(p, u, 16);
+  wmma_store<F32, 8, false>(p, u, 16);
+  wmma_mma<F16, F16, F32, 16>(u, u + 24);
+  wmma_mma<BF16, F32, F32, 16>(u, u + 24);
+  wmma_mma<TF32, F32, F32, 8>(u, u + 24);
+}
