@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <vector>
 
 namespace cudamux::ptx::detail {
 namespace {
@@ -34,6 +35,14 @@ const char* ty(Type t) {
     default:
       return nullptr;
   }
+}
+
+// mma's layouts: A .row then B .col (the only pair sm_80's shapes other than m8n8k4.f16 take).
+bool row_col(const Instruction& i) {
+  std::vector<std::string_view> l;
+  for (const auto& e : i.extra)
+    if (e == "row" || e == "col") l.push_back(e);
+  return l.size() == 2 && l[0] == "row" && l[1] == "col";
 }
 
 class MmaEmitter {
@@ -125,7 +134,7 @@ class MmaEmitter {
     if (has(ins_, "m8n8k4")) {
       if (at != Type::f64 || bt != Type::f64 || ct != Type::f64 || dt != Type::f64)
         return fail("mma.m8n8k4: only .f64 is supported (the sm_70 .f16 form is not)");
-      if (!has(ins_, "row") || !has(ins_, "col")) return fail("mma.m8n8k4.f64 needs .row.col");
+      if (!row_col(ins_)) return fail("mma.m8n8k4.f64: the layouts must be .row.col");
       if (!gather(ins_.operands[1], 1, true, s, w) || !gather(ins_.operands[2], 1, true, s, w) ||
           !gather(ins_.operands[3], 2, true, s, w))
         return fail("mma.m8n8k4.f64: fragment sizes");
@@ -138,7 +147,7 @@ class MmaEmitter {
          {std::pair{"m16n8k4", 4}, {"m16n8k8", 8}, {"m16n8k16", 16}, {"m16n8k32", 32}})
       if (has(ins_, name)) k = kk;
     if (k == 0) return fail("mma: shape not supported (sm_80 m16n8k4/8/16/32 and m8n8k4.f64 are)");
-    if (!has(ins_, "row") || !has(ins_, "col")) return fail("mma: the layouts must be .row.col");
+    if (!row_col(ins_)) return fail("mma: the layouts must be .row.col");
     const bool f16ab =
         (at == Type::f16 && bt == Type::f16) || (at == Type::bf16 && bt == Type::bf16);
     const bool tf = at == Type::tf32 && bt == Type::tf32;

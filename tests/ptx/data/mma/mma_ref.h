@@ -18,14 +18,27 @@ inline float h2f(uint16_t h) {
                       : std::ldexp(static_cast<float>(m | 1024), static_cast<int>(e) - 25);
   return s ? -v : v;
 }
-// Round to nearest even (the values used here are all exact in f16).
+// float -> half, round to nearest even (finite values; overflow gives infinity).
 inline uint16_t f2h(float f) {
-  uint16_t best = 0;
-  for (uint32_t h = 0; h < 0x7c00; ++h)  // slow but simple; only small arrays are converted
-    if (std::fabs(h2f(static_cast<uint16_t>(h)) - std::fabs(f)) <
-        std::fabs(h2f(best) - std::fabs(f)))
-      best = static_cast<uint16_t>(h);
-  return static_cast<uint16_t>(best | (f < 0 ? 0x8000 : 0));
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
+  const float a = std::fabs(f);
+  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00);
+  // Scale so the half's last place is 1, round to an integer (the FPU rounds to nearest even).
+  int e;
+  std::frexp(a, &e);                                  // a = m * 2^e, m in [0.5, 1)
+  const int q = e - 11 < -24 ? -24 : e - 11;          // exponent of the last place
+  const float m = std::nearbyint(std::ldexp(a, -q));  // exact integer <= 2048
+  const uint32_t mi = static_cast<uint32_t>(m);
+  if (mi == 0) return sign;
+  // Re-encode mi * 2^q.
+  int e2;
+  std::frexp(static_cast<float>(mi), &e2);
+  const int exp = q + e2 - 1;                              // unbiased exponent of the value
+  if (exp < -14) return static_cast<uint16_t>(sign | mi);  // subnormal: mi * 2^-24
+  const uint32_t frac = (mi << (11 - e2)) & 0x3ffu;
+  return static_cast<uint16_t>(sign | static_cast<uint32_t>(exp + 15) << 10 | frac);
 }
 inline float bf2f(uint16_t b) {
   const uint32_t u = static_cast<uint32_t>(b) << 16;
