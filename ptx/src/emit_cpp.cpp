@@ -994,6 +994,7 @@ void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& st
   k.labels_at = labels_at;
   k.rd = [this](const Operand& o, Type t) { return rd(o, t); };
   k.wr = [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); };
+  k.addr = [this](const Operand& a, Space sp) { return addr(a, sp); };
   k.line = [this](const SourceLoc& l) { return line(l); };
   twins_.resize(m_.functions.size());
   twins_[fi] = "cudamux_split_" + std::to_string(fi);

@@ -129,7 +129,7 @@ class MmaEmitter {
     const Type dt = ins_.types[0], at = ins_.types[1], bt = ins_.types[2], ct = ins_.types[3];
     if (!ty(dt) || !ty(at) || !ty(bt) || !ty(ct)) return fail("mma: operand types not supported");
     const bool satf = has(ins_, "satfinite");
-    std::string s = "{ u32 in_[24] = {}; u32 out_[8] = {}; ";
+    std::string s, sc;
     unsigned w = 0;
     if (has(ins_, "m8n8k4")) {
       if (at != Type::f64 || bt != Type::f64 || ct != Type::f64 || dt != Type::f64)
@@ -138,9 +138,8 @@ class MmaEmitter {
       if (!gather(ins_.operands[1], 1, true, s, w) || !gather(ins_.operands[2], 1, true, s, w) ||
           !gather(ins_.operands[3], 2, true, s, w))
         return fail("mma.m8n8k4.f64: fragment sizes");
-      s += std::string(ops) + "mma_f64(in_, out_); ";
-      if (!scatter(ins_.operands[0], 2, true, s)) return fail("mma.m8n8k4.f64: fragment sizes");
-      return s + "}";
+      if (!scatter(ins_.operands[0], 2, true, sc)) return fail("mma.m8n8k4.f64: fragment sizes");
+      return collective(s, "mma_f64", "", sc);
     }
     int k = 0;
     for (const auto& [name, kk] :
@@ -169,13 +168,33 @@ class MmaEmitter {
     if (!gather(ins_.operands[1], aw, false, s, w) || !gather(ins_.operands[2], bw, false, s, w) ||
         !gather(ins_.operands[3], cw, false, s, w))
       return fail("mma: fragment sizes do not match the shape");
-    s += std::string(ops) + "mma<" + ty(at) + ", " + ty(bt) + ", " + ty(ct) + ", " + ty(dt) + ", " +
-         std::to_string(k) + ", " + (satf ? "true" : "false") + ">(in_, out_); ";
-    if (!scatter(ins_.operands[0], dw, false, s))
+    if (!scatter(ins_.operands[0], dw, false, sc))
       return fail("mma: fragment sizes do not match the shape");
-    return s + "}";
+    return collective(s, "mma",
+                      std::string("<") + ty(at) + ", " + ty(bt) + ", " + ty(ct) + ", " + ty(dt) +
+                          ", " + std::to_string(k) + ", " + (satf ? "true" : "false") + ">",
+                      sc);
   }
 
+  std::string targs(int n) const {
+    return "<" + std::to_string(n) + ", " + (has(ins_, "trans") ? "true" : "false") + ">";
+  }
+  // A warp collective: gather into in_[], the helper (mma_ops::<base><targs>(in_, out_) on
+  // fibers; <base>_lane<targs> for the split back end's warp resolution), scatter from out_[].
+  std::string collective(const std::string& g, const std::string& base, const std::string& ta,
+                         const std::string& sc) {
+    parts_.ok = true;
+    parts_.gather = g;
+    parts_.lane_fn = "&" + std::string(ops) + base + "_lane" + ta;
+    parts_.scatter = sc;
+    return "{ u32 in_[24] = {}; u32 out_[8] = {}; " + g + ops + base + ta + "(in_, out_); " + sc +
+           "}";
+  }
+
+ public:
+  MmaParts parts_;
+
+ private:
   int num() const { return has(ins_, "x4") ? 4 : has(ins_, "x2") ? 2 : has(ins_, "x1") ? 1 : 0; }
   bool b16_m8n8() const {
     return has(ins_, "m8n8") && ins_.types.size() == 1 && ins_.types[0] == Type::b16;
@@ -186,33 +205,34 @@ class MmaEmitter {
     const int n = num();
     if (n == 0 || !b16_m8n8() || ins_.operands.size() != 2)
       return fail("ldmatrix: only .m8n8 .x1/.x2/.x4 .b16 is supported");
-    std::string s = "{ u32 out_[4] = {}; " + std::string(ops) + "ldmatrix<" + std::to_string(n) +
-                    ", " + (has(ins_, "trans") ? "true" : "false") + ">(" +
-                    env_.addr(ins_.operands[1], ins_.space) + ", out_); ";
-    if (!scatter(ins_.operands[0], static_cast<std::size_t>(n), false, s))
+    const std::string g =
+        std::string(ops) + "put_address(" + env_.addr(ins_.operands[1], ins_.space) + ", in_); ";
+    std::string sc;
+    if (!scatter(ins_.operands[0], static_cast<std::size_t>(n), false, sc))
       return fail("ldmatrix: destination count does not match .x" + std::to_string(n));
-    return s + "}";
+    return collective(g, "ldmatrix", targs(n), sc);
   }
   // stmatrix.sync.aligned.m8n8.xN{.trans}{.shared}.b16 [a], r
   std::string stmatrix() {
     const int n = num();
     if (n == 0 || !b16_m8n8() || ins_.operands.size() != 2)
       return fail("stmatrix: only .m8n8 .x1/.x2/.x4 .b16 is supported");
-    std::string s = "{ u32 in_[4] = {}; ";
-    unsigned w = 0;
-    if (!gather(ins_.operands[1], static_cast<std::size_t>(n), false, s, w))
+    std::string g =
+        std::string(ops) + "put_address(" + env_.addr(ins_.operands[0], ins_.space) + ", in_); ";
+    unsigned w = 2;
+    if (!gather(ins_.operands[1], static_cast<std::size_t>(n), false, g, w))
       return fail("stmatrix: source count does not match .x" + std::to_string(n));
-    return s + ops + "stmatrix<" + std::to_string(n) + ", " +
-           (has(ins_, "trans") ? "true" : "false") + ">(" +
-           env_.addr(ins_.operands[0], ins_.space) + ", in_); }";
+    return collective(g, "stmatrix", targs(n), "");
   }
   // movmatrix.sync.aligned.m8n8.trans.b16 d, a
   std::string movmatrix() {
     if (!b16_m8n8() || !has(ins_, "trans") || ins_.operands.size() != 2)
       return fail("movmatrix: only .m8n8.trans.b16 exists");
-    return env_.wr(
-        ins_.operands[0], Type::b32,
-        std::string(ops) + "movmatrix_trans(" + env_.rd(ins_.operands[1], Type::b32) + ")");
+    std::string g, sc;
+    unsigned w = 0;
+    if (!gather(ins_.operands[1], 1, false, g, w) || !scatter(ins_.operands[0], 1, false, sc))
+      return fail("movmatrix: one source and one destination register");
+    return collective(g, "movmatrix", "", sc);
   }
 
   // wmma shapes: m16n16k16 (f16, bf16) and m16n16k8 (tf32). Returns K, 0 if unsupported.
@@ -285,16 +305,17 @@ class MmaEmitter {
                         : at == Type::tf32 && dt == Type::f32 && ct == Type::f32;
     if (!ok) return fail("wmma.mma: this shape and type combination is not supported");
     const std::size_t ab = at == Type::f16 ? 8 : 4;
-    std::string s = "{ u32 in_[24] = {}; u32 out_[8] = {}; ";
+    std::string s, sc;
     unsigned w = 0;
     if (!gather(ins_.operands[1], ab, false, s, w) || !gather(ins_.operands[2], ab, false, s, w) ||
         !gather(ins_.operands[3], ct == Type::f16 ? 4 : 8, false, s, w))
       return fail("wmma.mma: fragment sizes do not match");
-    s += std::string(ops) + "wmma_mma<" + ty(at) + ", " + ty(ct) + ", " + ty(dt) + ", " +
-         std::to_string(k) + ">(in_, out_); ";
-    if (!scatter(ins_.operands[0], dt == Type::f16 ? 4 : 8, false, s))
+    if (!scatter(ins_.operands[0], dt == Type::f16 ? 4 : 8, false, sc))
       return fail("wmma.mma: fragment sizes do not match");
-    return s + "}";
+    return collective(
+        s, "wmma_mma",
+        std::string("<") + ty(at) + ", " + ty(ct) + ", " + ty(dt) + ", " + std::to_string(k) + ">",
+        sc);
   }
 
   const Instruction& ins_;
@@ -320,6 +341,16 @@ bool is_mma_op(Opcode op) noexcept {
 
 std::string emit_mma(const Instruction& ins, const MmaEmitEnv& env) {
   return MmaEmitter(ins, env).run();
+}
+
+MmaParts emit_mma_parts(const Instruction& ins, const MmaEmitEnv& env) {
+  bool failed = false;
+  MmaEmitEnv e = env;
+  e.fail = [&](const std::string&) { failed = true; };
+  MmaEmitter m(ins, e);
+  m.run();
+  if (failed) m.parts_.ok = false;
+  return m.parts_;
 }
 
 }  // namespace cudamux::ptx::detail

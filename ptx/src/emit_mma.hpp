@@ -19,6 +19,17 @@ struct MmaEmitEnv {
 };
 
 bool is_mma_op(Opcode op) noexcept;
+
+// A warp-collective matrix instruction in three parts (mma, ldmatrix, stmatrix, movmatrix,
+// wmma.mma), for the split back end: statements filling `u32 in_[]`, the per-lane helper
+// (`&::cudamux::ptx::mma_ops::..._lane<...>`, type void(const u32* const*, unsigned, u32*)),
+// statements writing the destinations from `const u32 out_[]`. ok is false for other
+// instructions and forms the back end does not execute.
+struct MmaParts {
+  bool ok = false;
+  std::string gather, lane_fn, scatter;
+};
+MmaParts emit_mma_parts(const Instruction& ins, const MmaEmitEnv& env);
 // The statement for one instruction (calls env.fail for forms it does not execute).
 std::string emit_mma(const Instruction& ins, const MmaEmitEnv& env);
 

@@ -154,9 +154,22 @@ TEST(PtxMmaParse, ShapesLayoutsAndTypes) {
   EXPECT_EQ(1, mov);
   EXPECT_EQ(1, satf);
   EXPECT_EQ(20, wmma);
-  // Nothing in the fixture is left unsupported by the back end.
+  // Nothing in the fixture is left unsupported by the back end, and every kernel gets a split
+  // twin (per-block state machine) whose warp resolution calls the per-lane helpers.
   const auto e = cudamux::ptx::emit_cpp(*m);
   for (const auto& u : e.unsupported) ADD_FAILURE() << u.message;
+  for (const auto& k : mma_ref::cases())
+    EXPECT_NE(std::string::npos,
+              e.source.find("::cudamux::detail::entry<&" + std::string(k.kernel) + ", 3u, &"))
+        << k.kernel << " has no split twin";
+  for (const char* helper : {"mma_lane<", "mma_f64_lane", "ldmatrix_lane<", "movmatrix_lane",
+                             "wmma_mma_lane<"})
+    EXPECT_NE(std::string::npos, e.source.find(helper)) << helper;
+  // Without splitting, the kernels run on fibers (flags 0: they reach warp collectives).
+  cudamux::ptx::EmitOptions off;
+  off.split_barriers = false;
+  const auto f = cudamux::ptx::emit_cpp(*m, off);
+  EXPECT_NE(std::string::npos, f.source.find("::cudamux::detail::entry<&mma_f64, 0u>"));
 }
 
 // wgmma and TMA are refused with a reason; unsupported mma forms name what is supported.

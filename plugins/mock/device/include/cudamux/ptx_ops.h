@@ -2594,23 +2594,27 @@ inline void mma16(const u32* const* t, unsigned me, u32* out) {
 }
 
 // mma.sync.aligned.{m16n8k8,m16n8k16,m16n8k32,m16n8k4}: in = A, B, C words; out = D words.
+// Each helper below has a `_lane` form, `(t, lane, out)`: lane's outputs from all lanes' inputs
+// (t as warp_exchange gives it). The split back end's warp resolution calls those directly.
+template <int AT, int BT, int CT, int DT, int K, bool SATF>
+inline void mma_lane(const u32* const* t, unsigned lane, u32* out) {
+  mma16<AT, BT, CT, DT, 1, K, 16 * K * bits_of(AT) / 1024, 8 * K * bits_of(BT) / 1024, SATF>(
+      t, lane, out);
+}
 template <int AT, int BT, int CT, int DT, int K, bool SATF>
 inline void mma(const u32* in, u32* out) {
-  constexpr int AW = 16 * K * bits_of(AT) / 1024, BW = 8 * K * bits_of(BT) / 1024;
-  warp_exchange(in, [&](const u32* const* t) {
-    mma16<AT, BT, CT, DT, 1, K, AW, BW, SATF>(t, laneid(), out);
-  });
+  warp_exchange(in, [&](const u32* const* t) { mma_lane<AT, BT, CT, DT, K, SATF>(t, laneid(), out); });
 }
 
 // mma.sync.aligned.m8n8k4.f64: A (i, k) in lane i * 4 + k, B (k, n) in lane n * 4 + k, C/D
 // row g columns 2t, 2t + 1. One fma per k, in k order, starting from C.
-inline void mma_f64(const u32* in, u32* out) {
-  warp_exchange(in, [&](const u32* const* t) {
+inline void mma_f64_lane(const u32* const* t, unsigned me, u32* out) {
+  {
     auto f64 = [&](unsigned lane, unsigned w) {
       return __builtin_bit_cast(double, static_cast<u64>(word_of(t, lane, w)) |
                                             static_cast<u64>(word_of(t, lane, w + 1)) << 32);
     };
-    const unsigned me = laneid(), g = me / 4, tq = me % 4;
+    const unsigned g = me / 4, tq = me % 4;
     for (unsigned j = 0; j < 2; ++j) {
       const unsigned n = 2 * tq + j;
       double d = f64(me, 4 + 2 * j);
@@ -2619,22 +2623,29 @@ inline void mma_f64(const u32* in, u32* out) {
       out[2 * j] = static_cast<u32>(b);
       out[2 * j + 1] = static_cast<u32>(b >> 32);
     }
-  });
+  }
+}
+inline void mma_f64(const u32* in, u32* out) {
+  warp_exchange(in, [&](const u32* const* t) { mma_f64_lane(t, laneid(), out); });
 }
 
 // ldmatrix.sync.aligned.m8n8.xNUM{.trans}.b16: lane 8m + r gives row r of matrix m (16 bytes);
 // word m of lane l is row l / 4, columns 2 (l % 4), +1 (transposed: column l / 4 of rows
 // 2 (l % 4), +1).
-template <int NUM, bool TRANS>
-inline void ldmatrix(const void* row, u32* out) {
+// Input words of ldmatrix/stmatrix: the row address, low word first.
+inline void put_address(const void* row, u32* in) {
   const u64 p = static_cast<u64>(reinterpret_cast<__UINTPTR_TYPE__>(row));
-  const u32 in[2] = {static_cast<u32>(p), static_cast<u32>(p >> 32)};
-  warp_exchange(in, [&](const u32* const* t) {
+  in[0] = static_cast<u32>(p);
+  in[1] = static_cast<u32>(p >> 32);
+}
+template <int NUM, bool TRANS>
+inline void ldmatrix_lane(const u32* const* t, unsigned me, u32* out) {
+  {
     auto rowp = [&](unsigned lane) {
       return reinterpret_cast<const unsigned char*>(static_cast<__UINTPTR_TYPE__>(
           static_cast<u64>(word_of(t, lane, 0)) | static_cast<u64>(word_of(t, lane, 1)) << 32));
     };
-    const unsigned me = laneid(), g = me / 4, tq = me % 4;
+    const unsigned g = me / 4, tq = me % 4;
     for (unsigned m = 0; m < static_cast<unsigned>(NUM); ++m) {
       if (!TRANS) {
         __builtin_memcpy(&out[m], rowp(8 * m + g) + 4 * tq, 4);
@@ -2645,40 +2656,53 @@ inline void ldmatrix(const void* row, u32* out) {
         out[m] = static_cast<u32>(lo) | static_cast<u32>(hi) << 16;
       }
     }
-  });
+  }
+}
+template <int NUM, bool TRANS>
+inline void ldmatrix(const u32* in, u32* out) {  // in: put_address's words
+  warp_exchange(in, [&](const u32* const* t) { ldmatrix_lane<NUM, TRANS>(t, laneid(), out); });
 }
 
 // stmatrix.sync.aligned.m8n8.xNUM{.trans}.b16: the inverse of ldmatrix (lane 8m + r stores
 // row r of matrix m).
+// in: put_address's words, then the NUM fragment registers.
 template <int NUM, bool TRANS>
-inline void stmatrix(void* row, const u32* frag) {
-  const u64 p = static_cast<u64>(reinterpret_cast<__UINTPTR_TYPE__>(row));
-  u32 in[6] = {static_cast<u32>(p), static_cast<u32>(p >> 32), 0, 0, 0, 0};
-  for (int m = 0; m < NUM; ++m) in[2 + m] = frag[m];
-  warp_exchange(in, [&](const u32* const* t) {
-    const unsigned me = laneid(), m = me / 8, r = me % 8;
+inline void stmatrix_lane(const u32* const* t, unsigned me, u32*) {
+  {
+    const unsigned m = me / 8, r = me % 8;
     if (m >= static_cast<unsigned>(NUM)) return;
-    unsigned char* dst = static_cast<unsigned char*>(row);
+    unsigned char* dst = reinterpret_cast<unsigned char*>(static_cast<__UINTPTR_TYPE__>(
+        static_cast<u64>(word_of(t, me, 0)) | static_cast<u64>(word_of(t, me, 1)) << 32));
     for (unsigned c = 0; c < 8; ++c) {
       // element (r, c) of the matrix as stored; .trans stores the fragment's transpose
       const unsigned lane = TRANS ? c * 4 + r / 2 : r * 4 + c / 2, half = TRANS ? r & 1 : c & 1;
       const u16 v = static_cast<u16>(word_of(t, lane, 2 + m) >> (16 * half));
       __builtin_memcpy(dst + 2 * c, &v, 2);
     }
-  });
+  }
+}
+template <int NUM, bool TRANS>
+inline void stmatrix(const u32* in, u32*) {
+  warp_exchange(in, [&](const u32* const* t) { stmatrix_lane<NUM, TRANS>(t, laneid(), nullptr); });
 }
 
 // movmatrix.sync.aligned.m8n8.trans.b16: element (g, 2t + h) of the result is element
 // (2t + h, g) of the source, which lane (2t + h) * 4 + g / 2 holds in half g & 1.
+inline void movmatrix_lane(const u32* const* t, unsigned me, u32* out) {
+  const unsigned g = me / 4, tq = me % 4;
+  u32 r = 0;
+  for (unsigned h = 0; h < 2; ++h) {
+    const u16 v = static_cast<u16>(word_of(t, (2 * tq + h) * 4 + g / 2, 0) >> (16 * (g & 1)));
+    r |= static_cast<u32>(v) << (16 * h);
+  }
+  out[0] = r;
+}
+inline void movmatrix(const u32* in, u32* out) {
+  warp_exchange(in, [&](const u32* const* t) { movmatrix_lane(t, laneid(), out); });
+}
 inline u32 movmatrix_trans(u32 a) {
   u32 r = 0;
-  warp_exchange(&a, [&](const u32* const* t) {
-    const unsigned me = laneid(), g = me / 4, tq = me % 4;
-    for (unsigned h = 0; h < 2; ++h) {
-      const u16 v = static_cast<u16>(word_of(t, (2 * tq + h) * 4 + g / 2, 0) >> (16 * (g & 1)));
-      r |= static_cast<u32>(v) << (16 * h);
-    }
-  });
+  movmatrix(&a, &r);
   return r;
 }
 
@@ -2770,11 +2794,13 @@ inline void wmma_store(void* p, const u32* in, u32 stride) {
 }
 // wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16kK: in = A, B, C fragments; two mma n-tiles.
 template <int AT, int CT, int DT, int K>
+inline void wmma_mma_lane(const u32* const* t, unsigned lane, u32* out) {
+  mma16<AT, AT, CT, DT, 2, K, wmma_shape<0, AT, K>::words, wmma_shape<1, AT, K>::words, false>(
+      t, lane, out);
+}
+template <int AT, int CT, int DT, int K>
 inline void wmma_mma(const u32* in, u32* out) {
-  constexpr int AW = wmma_shape<0, AT, K>::words, BW = wmma_shape<1, AT, K>::words;
-  warp_exchange(in, [&](const u32* const* t) {
-    mma16<AT, AT, CT, DT, 2, K, AW, BW, false>(t, laneid(), out);
-  });
+  warp_exchange(in, [&](const u32* const* t) { wmma_mma_lane<AT, CT, DT, K>(t, laneid(), out); });
 }
 
 }  // namespace cudamux::ptx::mma_ops
