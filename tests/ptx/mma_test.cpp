@@ -111,6 +111,78 @@ std::string case_name(const ::testing::TestParamInfo<std::pair<std::size_t, bool
 
 INSTANTIATE_TEST_SUITE_P(Cases, PtxMma, ::testing::ValuesIn(params()), case_name);
 
+// stmatrix (sm_90; hand-written PTX): ldmatrix.x4 then stmatrix.x4 gives the matrices back,
+// stmatrix.x4.trans their transposes. One warp, on both the split and the fiber path.
+TEST(PtxMmaStmatrix, RoundTripsAndTransposes) {
+  const char* ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry stm_roundtrip(.param .u64 pin, .param .u64 pout)
+{
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<8>;
+  .shared .align 16 .b8 sa[512];
+  .shared .align 16 .b8 sb[1024];
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd4];
+  mov.u32 %r6, sa;
+  mul.lo.u32 %r7, %r1, 16;
+  add.u32 %r8, %r6, %r7;
+  st.shared.v4.u32 [%r8], {%r2, %r3, %r4, %r5};
+  bar.warp.sync -1;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r8];
+  mov.u32 %r9, sb;
+  add.u32 %r14, %r9, %r7;
+  stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r14], {%r10, %r11, %r12, %r13};
+  add.u32 %r15, %r14, 512;
+  stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%r15], {%r10, %r11, %r12, %r13};
+  bar.warp.sync -1;
+  ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r14];
+  add.s64 %rd5, %rd2, %rd3;
+  st.global.v4.u32 [%rd5], {%r2, %r3, %r4, %r5};
+  ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r15];
+  add.s64 %rd6, %rd5, 512;
+  st.global.v4.u32 [%rd6], {%r2, %r3, %r4, %r5};
+  ret;
+}
+)";
+  ASSERT_OK(cuInit(0));
+  CUdevice dev;
+  CUcontext ctx;
+  ASSERT_OK(cuDeviceGet(&dev, 0));
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  ASSERT_OK(cuCtxSetCurrent(ctx));
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, ptx));
+  CUfunction f = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&f, mod, "stm_roundtrip"));
+  std::vector<uint16_t> in(256), out(512);
+  uint64_t seed = 99;
+  for (auto& h : in) h = static_cast<uint16_t>(mma_ref::lcg(seed));
+  CUdeviceptr din, dout;
+  ASSERT_OK(cuMemAlloc(&din, 512));
+  ASSERT_OK(cuMemAlloc(&dout, 1024));
+  ASSERT_OK(cuMemcpyHtoD(din, in.data(), 512));
+  void* args[2] = {&din, &dout};
+  ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  ASSERT_OK(cuMemcpyDtoH(out.data(), dout, 1024));
+  cuMemFree(din);
+  cuMemFree(dout);
+  cuModuleUnload(mod);
+  for (unsigned m = 0; m < 4; ++m)
+    for (unsigned r = 0; r < 8; ++r)
+      for (unsigned c = 0; c < 8; ++c) {
+        EXPECT_EQ(out[(8 * m + r) * 8 + c], in[(8 * m + r) * 8 + c]) << m << " " << r << " " << c;
+        EXPECT_EQ(out[256 + (8 * m + r) * 8 + c], in[(8 * m + c) * 8 + r])
+            << "trans " << m << " " << r << " " << c;
+      }
+}
+
 // The parser keeps shapes, layouts and .satfinite in `extra` and the types in order.
 TEST(PtxMmaParse, ShapesLayoutsAndTypes) {
   std::vector<cudamux::ptx::Diagnostic> diags;
@@ -162,8 +234,8 @@ TEST(PtxMmaParse, ShapesLayoutsAndTypes) {
     EXPECT_NE(std::string::npos,
               e.source.find("::cudamux::detail::entry<&" + std::string(k.kernel) + ", 3u, &"))
         << k.kernel << " has no split twin";
-  for (const char* helper : {"mma_lane<", "mma_f64_lane", "ldmatrix_lane<", "movmatrix_lane",
-                             "wmma_mma_lane<"})
+  for (const char* helper :
+       {"mma_lane<", "mma_f64_lane", "ldmatrix_lane<", "movmatrix_lane", "wmma_mma_lane<"})
     EXPECT_NE(std::string::npos, e.source.find(helper)) << helper;
   // Without splitting, the kernels run on fibers (flags 0: they reach warp collectives).
   cudamux::ptx::EmitOptions off;
