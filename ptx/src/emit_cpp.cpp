@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "emit_mma.hpp"
 #include "emit_split.hpp"
 #include "emit_texture.hpp"
 
@@ -993,6 +994,7 @@ void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& st
   k.labels_at = labels_at;
   k.rd = [this](const Operand& o, Type t) { return rd(o, t); };
   k.wr = [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); };
+  k.addr = [this](const Operand& a, Space sp) { return addr(a, sp); };
   k.line = [this](const SourceLoc& l) { return line(l); };
   twins_.resize(m_.functions.size());
   twins_[fi] = "cudamux_split_" + std::to_string(fi);
@@ -1327,6 +1329,29 @@ std::string Emitter::instruction(const Instruction& ins) {
     case Opcode::membar:
     case Opcode::fence:
       return "::cudamux::ptx::fence();";
+    case Opcode::mma:  // warp-level matrix instructions: emit_mma.cpp
+    case Opcode::ldmatrix:
+    case Opcode::stmatrix:
+    case Opcode::movmatrix:
+    case Opcode::wmma_load:
+    case Opcode::wmma_store:
+    case Opcode::wmma_mma:
+      return detail::emit_mma(
+          ins, {[this](const Operand& o, Type t) { return rd(o, t); },
+                [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); },
+                [this](const Operand& a, Space sp) { return addr(a, sp); },
+                [this](const std::string& why) { fail(why); }});
+    // sm_90a's warpgroup MMA and the tensor memory accelerator are refused with a reason.
+    case Opcode::wgmma:
+      fail("wgmma (sm_90a warpgroup matrix multiply) is not supported by the mock");
+      return ";";
+    case Opcode::cp_async_bulk:
+    case Opcode::cp_reduce_async_bulk:
+      if (std::find(ins.extra.begin(), ins.extra.end(), "tensor") != ins.extra.end()) {
+        fail("TMA (cp.async.bulk.tensor) is not supported by the mock");
+        return ";";
+      }
+      break;
     case Opcode::tex:  // textures and surfaces: emit_texture.cpp
     case Opcode::tld4:
     case Opcode::txq:

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cudamux/ptx/cfg.hpp"
+#include "emit_mma.hpp"
 
 namespace cudamux::ptx::detail {
 namespace {
@@ -33,10 +34,32 @@ bool is_warp_point(const Instruction& in) {
     case Opcode::redux:
     case Opcode::activemask:
     case Opcode::bar_warp_sync:
+    case Opcode::mma:  // warp-matrix collectives: op 9, through mma_ops' _lane helpers
+    case Opcode::ldmatrix:
+    case Opcode::stmatrix:
+    case Opcode::movmatrix:
+    case Opcode::wmma_mma:
       return true;
     default:
       return false;
   }
+}
+
+// The matrix collective's parts, from text the twin emits with the kernel's own readers
+// (`probe`: only whether the form is executed).
+MmaParts matrix_parts(const Instruction& in, const SplitKernel* k) {
+  MmaEmitEnv env;
+  if (k != nullptr) {
+    env.rd = k->rd;
+    env.wr = k->wr;
+    env.addr = k->addr;
+  } else {
+    env.rd = [](const Operand&, Type) { return std::string("0u"); };
+    env.wr = [](const Operand&, Type, const std::string&) { return std::string(";"); };
+    env.addr = [](const Operand&, Space) { return std::string("((char*)nullptr)"); };
+  }
+  env.fail = [](const std::string&) {};
+  return emit_mma_parts(in, env);
 }
 
 bool int_type(Type t) {
@@ -57,6 +80,12 @@ bool int_type(Type t) {
 // form is not modelled (the kernel then stays on fibers).
 int warp_kind(const Instruction& in) {
   switch (in.op) {
+    case Opcode::mma:
+    case Opcode::ldmatrix:
+    case Opcode::stmatrix:
+    case Opcode::movmatrix:
+    case Opcode::wmma_mma:
+      return matrix_parts(in, nullptr).ok ? 9 : -1;
     case Opcode::shfl:
       return in.mode >= Mode::up && in.mode <= Mode::idx ? 0 : -1;
     case Opcode::vote:
@@ -122,6 +151,11 @@ constexpr const char* kWarpHelpers =
                        // activemask, 8 sync
             bool p;    // shfl: in range; match.all: the predicate result
             u64 res;
+            // 9: a warp-matrix instruction: its input words, its output words, and the
+            // mma_ops helper that computes one lane's outputs from all lanes' inputs.
+            u32 in[24];
+            u32 out[8];
+            void (*fn)(const u32* const*, unsigned, u32*);
           };
           template <int Mode>
           inline u32 shfl_lane(u32 lane_u, u32 b, u32 c, bool& in_range) {
@@ -196,6 +230,12 @@ constexpr const char* kWarpHelpers =
                 case 7:
                   r = in;
                   break;
+                case 9: {
+                  const u32* t[32];
+                  for (u32 l = 0; l < 32; ++l) t[l] = ((e >> l) & 1u) ? w[l]->in : nullptr;
+                  me.fn(t, i, me.out);
+                  break;
+                }
                 default:
                   if (me.op >= 16 &&
                       me.op <
@@ -277,14 +317,7 @@ bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reache
     }
     switch (in.op) {
       case Opcode::elect:
-      case Opcode::wmma_load:
-      case Opcode::wmma_store:
-      case Opcode::wmma_mma:
-      case Opcode::mma:
       case Opcode::mma_sp:
-      case Opcode::ldmatrix:
-      case Opcode::stmatrix:
-      case Opcode::movmatrix:
       case Opcode::wgmma:
       case Opcode::mbarrier:
         return false;
@@ -454,6 +487,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
             o << "          " << k.wr(*dst[1], Type::pred, "cudamux_s.w.p") << "\n";
           break;
         }
+        case 9:
+          o << "          { const u32* out_ = cudamux_s.w.out; (void)out_; "
+            << matrix_parts(in, &k).scatter << "}\n";
+          break;
         default:
           if (warp_kind(in) >= 16)
             o << "          " << k.wr(in.operands[0], in.types[0], res) << "\n";
@@ -506,6 +543,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
           if (first + 1 < in.operands.size()) mask = k.rd(in.operands[first + 1], Type::u32);
         } else if (kind == 8) {
           if (!in.operands.empty()) mask = k.rd(in.operands[0], Type::u32);
+        } else if (kind == 9) {
+          const MmaParts mp = matrix_parts(in, &k);
+          s += "{ u32* in_ = cudamux_s.w.in; " + mp.gather + "} cudamux_s.w.fn = " + mp.lane_fn +
+               "; ";
         } else if (kind >= 16) {  // redux.sync d, a, membermask
           v = k.rd(in.operands[1], Type::u32);
           if (in.operands.size() > 2) mask = k.rd(in.operands[2], Type::u32);

@@ -31,6 +31,7 @@ struct SplitKernel {
   std::vector<std::vector<std::uint32_t>> labels_at;  // instruction index -> used labels
   std::function<std::string(const Operand&, Type)> rd;
   std::function<std::string(const Operand&, Type, const std::string&)> wr;
+  std::function<std::string(const Operand&, Space)> addr;  // char* expression of an address
   std::function<std::string(const SourceLoc&)> line;
 };
 

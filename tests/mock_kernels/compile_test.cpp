@@ -405,6 +405,68 @@ extern "C" __global__ void k(unsigned* out, unsigned long long* wide, float* f, 
   }
 }
 
+// Issue 15 (ptx-mma): tinygrad's half-precision GEMM helper as its CUDA renderer emits it
+// (mma.m16n8k16 through inline PTX, "+f" accumulators and "r" operands packed from half8/half4),
+// one warp, against a plain matmul. Fragments as the PTX ISA lays them out.
+TEST_F(MockCompile, InlinePtxTinygradHgemmMma) {
+  auto m = build(R"(
+#include <cuda_fp16.h>
+struct half4 { half x, y, z, w; };
+struct half8 { half x, y, z, w, a, b, c, d; };
+__device__ float4 __WMMA_8_16_16_half_float(half8 a, half4 b, float4 c) { int *a_pk = (int *) (&a), *b_pk = (int *) (&b);
+asm( "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %0, %1, %2, %3 };"
+  : "+f"(c.x), "+f"(c.y), "+f"(c.z), "+f"(c.w) : "r"(a_pk[0]), "r"(a_pk[1]), "r"(a_pk[2]),  "r"(a_pk[3]), "r"(b_pk[0]), "r"(b_pk[1]) );
+return c;}
+// A 16x16 and B 16x8 row-major, C/D 16x8 row-major.
+extern "C" __global__ void k(const half* A, const half* B, const float* C, float* D) {
+  const unsigned l = threadIdx.x, g = l / 4, t = l % 4;
+  half8 a;
+  half* ap = &a.x;
+  for (unsigned r = 0; r < 4; ++r)
+    for (unsigned h = 0; h < 2; ++h)
+      ap[2 * r + h] = A[(g + 8 * (r & 1)) * 16 + 2 * t + h + 8 * (r >> 1)];
+  half4 b;
+  half* bp = &b.x;
+  for (unsigned r = 0; r < 2; ++r)
+    for (unsigned h = 0; h < 2; ++h) bp[2 * r + h] = B[(2 * t + h + 8 * r) * 8 + g];
+  float4 c = make_float4(C[g * 8 + 2 * t], C[g * 8 + 2 * t + 1], C[(g + 8) * 8 + 2 * t],
+                         C[(g + 8) * 8 + 2 * t + 1]);
+  const float4 d = __WMMA_8_16_16_half_float(a, b, c);
+  D[g * 8 + 2 * t] = d.x;
+  D[g * 8 + 2 * t + 1] = d.y;
+  D[(g + 8) * 8 + 2 * t] = d.z;
+  D[(g + 8) * 8 + 2 * t + 1] = d.w;
+}
+)");
+  ASSERT_TRUE(m);
+  // Small integers: exact in f16, products and sums exact in f32.
+  auto* a = dev<unsigned short>(256);
+  auto* b = dev<unsigned short>(128);
+  auto* c = dev<float>(128);
+  auto* d = dev<float>(128);
+  auto f16 = [](int v) {  // integers in [-8, 8] as IEEE half bits
+    if (v == 0) return static_cast<unsigned short>(0);
+    const unsigned s = v < 0 ? 0x8000u : 0u, u = static_cast<unsigned>(v < 0 ? -v : v);
+    const int e = 31 - __builtin_clz(u);
+    return static_cast<unsigned short>(s | (static_cast<unsigned>(e + 15) << 10) |
+                                       ((u << (10 - e)) & 0x3ffu));
+  };
+  std::vector<int> av(256), bv(128);
+  for (int i = 0; i < 256; ++i) a[i] = f16(av[i] = (i * 7 + 3) % 17 - 8);
+  for (int i = 0; i < 128; ++i) b[i] = f16(bv[i] = (i * 5 + 1) % 13 - 6);
+  for (int i = 0; i < 128; ++i) c[i] = static_cast<float>(i % 9 - 4);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {32}, 0, a, b, c, d), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (int i = 0; i < 16; ++i)
+    for (int n = 0; n < 8; ++n) {
+      int s = i * 8 + n;
+      float want = c[s];
+      for (int k = 0; k < 16; ++k) want += static_cast<float>(av[i * 16 + k] * bv[k * 8 + n]);
+      EXPECT_EQ(d[s], want) << "D[" << i << "][" << n << "]";
+    }
+}
+
 TEST_F(MockCompile, InlinePtxErrorsNameTheStatementsLine) {
   auto c = compile(
       "extern \"C\" __global__ void k(int* p) {\n  int v;\n  asm(\"frobnicate.u32 %0;\" : "

@@ -89,3 +89,41 @@ __attribute__((used)) void collective_ops(u32* u, bool* b) {
     trap("why");
   }
 }
+
+// ptx-mma: every warp-matrix helper the emitter calls.
+__attribute__((used)) void matrix_ops(u32* u, void* p) {
+  using namespace cudamux::ptx::mma_ops;
+  mma<F16, F16, F32, F32, 16, false>(u, u + 24);
+  mma<F16, F16, F16, F16, 16, false>(u, u + 24);
+  mma<F16, F16, F32, F16, 8, false>(u, u + 24);
+  mma<BF16, BF16, F32, F32, 16, false>(u, u + 24);
+  mma<TF32, TF32, F32, F32, 4, false>(u, u + 24);
+  mma<TF32, TF32, F32, F32, 8, false>(u, u + 24);
+  mma<S8, U8, S32, S32, 32, true>(u, u + 24);
+  mma<U8, S8, S32, S32, 16, false>(u, u + 24);
+  mma_f64(u, u + 24);
+  put_address(p, u);
+  ldmatrix<4, true>(u, u + 8);
+  ldmatrix<1, false>(u, u + 8);
+  stmatrix<2, true>(u, nullptr);
+  u32 out[8];
+  const u32* t[32] = {};
+  mma_lane<F16, F16, F32, F32, 16, false>(t, 3, out);
+  mma_f64_lane(t, 3, out);
+  ldmatrix_lane<2, false>(t, 3, out);
+  stmatrix_lane<4, false>(t, 3, out);
+  movmatrix_lane(t, 3, out);
+  wmma_mma_lane<F16, F16, F16, 16>(t, 3, out);
+  u[1] = out[0];
+  u[0] = movmatrix_trans(u[1]);
+  wmma_load<0, F16, 16, true>(p, 16, u);
+  wmma_load<1, BF16, 16, false>(p, 16, u);
+  wmma_load<0, TF32, 8, false>(p, 8, u);
+  wmma_load<2, F16, 16, false>(p, 16, u);
+  wmma_load<2, F32, 8, true>(p, 16, u);
+  wmma_store<F16, 16, true>(p, u, 16);
+  wmma_store<F32, 8, false>(p, u, 16);
+  wmma_mma<F16, F16, F32, 16>(u, u + 24);
+  wmma_mma<BF16, F32, F32, 16>(u, u + 24);
+  wmma_mma<TF32, F32, F32, 8>(u, u + 24);
+}

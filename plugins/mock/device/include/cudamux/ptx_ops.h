@@ -2482,3 +2482,325 @@ inline void surf_reduce(u64 h, T v, int op, int x, int y, int z, int boundary) {
   }
 }
 }  // namespace cudamux::ptx::texops
+
+// ---- ptx-mma: warp-level matrix instructions (mma.sync, ldmatrix, stmatrix, movmatrix, wmma) ----
+// Fragments travel as arrays of 32-bit words in register order (a 64-bit register is two words,
+// low first). The collective ones exchange whole fragments through warp_exchange(); the
+// fragment layouts are the PTX ISA's ("Matrix fragments for mma.m16n8k*", ldmatrix, movmatrix);
+// wmma's (opaque in CUDA) are the mma ones tiled, see wmma_coord().
+namespace cudamux::ptx::mma_ops {
+
+// Every present lane of the warp passes its input words; once all have, `f(t)` runs on each
+// lane with t[l] = lane l's input (nullptr for a lane that has exited) and computes that lane's
+// outputs. Four rendezvous of the device runtime: the present lanes, the leader's table, all
+// inputs written, all inputs read (each input lives in its lane's frame until then).
+template <class F>
+inline void warp_exchange(const u32* in, F&& f) {
+  const u32* table[32] = {};  // used in the leader's frame only
+  const unsigned present =
+      static_cast<unsigned>(cudamux_warp_op(CUDAMUX_WARP_ACTIVEMASK, ~0u, 0, 0, 32));
+  const int leader = present != 0 ? __builtin_ctz(present) : 0;
+  auto** t = reinterpret_cast<const u32**>(static_cast<__UINTPTR_TYPE__>(cudamux_warp_op(
+      CUDAMUX_WARP_SHFL, present, static_cast<u64>(reinterpret_cast<__UINTPTR_TYPE__>(table)),
+      leader, 32)));
+  t[laneid()] = in;
+  cudamux_warp_op(CUDAMUX_WARP_SYNC, present, 0, 0, 32);
+  f(static_cast<const u32* const*>(t));
+  cudamux_warp_op(CUDAMUX_WARP_SYNC, present, 0, 0, 32);
+}
+
+// Bits of one element type: F16/BF16 16, TF32/F32/S32 32, S8/U8 8, F64 64.
+constexpr int bits_of(int t) {
+  return t == S8 || t == U8 ? 8 : (t == F16 || t == BF16) ? 16 : t == F64 ? 64 : 32;
+}
+inline u32 word_of(const u32* const* t, unsigned lane, unsigned w) {
+  return t[lane] != nullptr ? t[lane][w] : 0u;
+}
+// Element `sub` of word `w` of `lane`, as a double (floats: exact) or integer (s8/u8).
+template <int T>
+inline double fval(const u32* const* t, unsigned lane, unsigned w, unsigned sub) {
+  const u32 x = word_of(t, lane, w);
+  if constexpr (T == F16) return static_cast<double>(f16_to_f32(static_cast<u16>(x >> (16 * sub))));
+  if constexpr (T == BF16) return static_cast<double>(bf16_to_f32(static_cast<u16>(x >> (16 * sub))));
+  if constexpr (T == TF32) return static_cast<double>(__builtin_bit_cast(float, x & 0xffffe000u));
+  if constexpr (T == F32) return static_cast<double>(__builtin_bit_cast(float, x));
+  return 0.0;
+}
+template <int T>
+inline long long ival(const u32* const* t, unsigned lane, unsigned w, unsigned sub) {
+  const u32 x = word_of(t, lane, w) >> (8 * sub);
+  if constexpr (T == S8) return static_cast<s8>(static_cast<u8>(x));
+  if constexpr (T == U8) return static_cast<u8>(x);
+  return static_cast<s32>(word_of(t, lane, w));
+}
+
+// D (16 x 8*NT) = A (16 x K) * B (K x 8*NT) + C for lane `me` with the sm_80 fragment layouts:
+// A word (i >= 8) + 2 * kb of lane (i % 8) * 4 + q, B word (K / W) * (n / 8) + kb of lane
+// (n % 8) * 4 + q, where a word holds 32 / bits consecutive k (W = 4 words' worth, kb = k / W,
+// q = (k % W) / (32 / bits)); C/D: row g or g + 8, columns 2t, 2t + 1 (g = lane / 4,
+// t = lane % 4), 32-bit C in words 4 * (n / 8) + 2 * (i >= 8) + (n & 1), f16 C packed in pairs.
+// A occupies AW words, B BW (wmma's f16 fragments hold a copy: only the first ones are read).
+// Floats: products are exact in double and summed in k order in double, then C is added and
+// the sum rounded once to D's type (round to nearest even). Integers: exact, then wrapped to
+// 32 bits, or clamped with .satfinite (SATF).
+template <int AT, int BT, int CT, int DT, int NT, int K, int AW, int BW, bool SATF>
+inline void mma16(const u32* const* t, unsigned me, u32* out) {
+  constexpr int per = 32 / bits_of(AT);  // elements per word
+  constexpr int W = 4 * per;             // k covered by one word across the 4 lanes of a row
+  const unsigned g = me / 4, tq = me % 4;
+  for (int nt = 0; nt < NT; ++nt) {
+    for (int r = 0; r < 4; ++r) {
+      const unsigned i = g + (r >= 2 ? 8u : 0u), n = 2 * tq + (r & 1) + 8u * nt;
+      const unsigned arow = (i % 8) * 4, bcol = (n % 8) * 4;
+      const unsigned aw0 = i >= 8 ? 1u : 0u, bw0 = static_cast<unsigned>((K / W) * (n / 8));
+      // C's element (i, n) is this lane's own.
+      unsigned cw;
+      double cf = 0;
+      long long ci = 0;
+      if constexpr (CT == F16) {
+        cw = AW + BW + 2 * (n / 8) + (i >= 8 ? 1u : 0u);
+        cf = fval<F16>(t, me, cw, n & 1);
+      } else {
+        cw = AW + BW + 4 * (n / 8) + 2 * (i >= 8 ? 1u : 0u) + (n & 1);
+        if constexpr (CT == S32) ci = ival<S32>(t, me, cw, 0);
+        else cf = fval<F32>(t, me, cw, 0);
+      }
+      if constexpr (CT == S32) {
+        long long s = ci;
+        for (int k = 0; k < K; ++k) {
+          const unsigned kb = k / W, q = (k % W) / per, sub = k % per;
+          s += ival<AT>(t, arow + q, aw0 + 2 * kb, sub) * ival<BT>(t, bcol + q, AW + bw0 + kb, sub);
+        }
+        if (SATF) s = s < -2147483648LL ? -2147483648LL : s > 2147483647LL ? 2147483647LL : s;
+        out[4 * nt + r] = static_cast<u32>(static_cast<unsigned long long>(s));
+      } else {
+        double s = 0;
+        for (int k = 0; k < K; ++k) {
+          const unsigned kb = k / W, q = (k % W) / per, sub = k % per;
+          s += fval<AT>(t, arow + q, aw0 + 2 * kb, sub) * fval<BT>(t, bcol + q, AW + bw0 + kb, sub);
+        }
+        s += cf;
+        if constexpr (DT == F16) {
+          const u32 h = cvt<F16, F64, RN, 0>(s);
+          const unsigned o = 2 * nt + (r >= 2 ? 1u : 0u);
+          if ((r & 1) == 0) out[o] = h;
+          else out[o] |= h << 16;
+        } else {
+          out[4 * nt + r] = __builtin_bit_cast(u32, static_cast<float>(s));
+        }
+      }
+    }
+  }
+}
+
+// mma.sync.aligned.{m16n8k8,m16n8k16,m16n8k32,m16n8k4}: in = A, B, C words; out = D words.
+// Each helper below has a `_lane` form, `(t, lane, out)`: lane's outputs from all lanes' inputs
+// (t as warp_exchange gives it). The split back end's warp resolution calls those directly.
+template <int AT, int BT, int CT, int DT, int K, bool SATF>
+inline void mma_lane(const u32* const* t, unsigned lane, u32* out) {
+  mma16<AT, BT, CT, DT, 1, K, 16 * K * bits_of(AT) / 1024, 8 * K * bits_of(BT) / 1024, SATF>(
+      t, lane, out);
+}
+template <int AT, int BT, int CT, int DT, int K, bool SATF>
+inline void mma(const u32* in, u32* out) {
+  warp_exchange(in, [&](const u32* const* t) { mma_lane<AT, BT, CT, DT, K, SATF>(t, laneid(), out); });
+}
+
+// mma.sync.aligned.m8n8k4.f64: A (i, k) in lane i * 4 + k, B (k, n) in lane n * 4 + k, C/D
+// row g columns 2t, 2t + 1. One fma per k, in k order, starting from C.
+inline void mma_f64_lane(const u32* const* t, unsigned me, u32* out) {
+  {
+    auto f64 = [&](unsigned lane, unsigned w) {
+      return __builtin_bit_cast(double, static_cast<u64>(word_of(t, lane, w)) |
+                                            static_cast<u64>(word_of(t, lane, w + 1)) << 32);
+    };
+    const unsigned g = me / 4, tq = me % 4;
+    for (unsigned j = 0; j < 2; ++j) {
+      const unsigned n = 2 * tq + j;
+      double d = f64(me, 4 + 2 * j);
+      for (unsigned k = 0; k < 4; ++k) d = __builtin_fma(f64(g * 4 + k, 0), f64(n * 4 + k, 2), d);
+      const u64 b = __builtin_bit_cast(u64, d);
+      out[2 * j] = static_cast<u32>(b);
+      out[2 * j + 1] = static_cast<u32>(b >> 32);
+    }
+  }
+}
+inline void mma_f64(const u32* in, u32* out) {
+  warp_exchange(in, [&](const u32* const* t) { mma_f64_lane(t, laneid(), out); });
+}
+
+// ldmatrix.sync.aligned.m8n8.xNUM{.trans}.b16: lane 8m + r gives row r of matrix m (16 bytes);
+// word m of lane l is row l / 4, columns 2 (l % 4), +1 (transposed: column l / 4 of rows
+// 2 (l % 4), +1).
+// Input words of ldmatrix/stmatrix: the row address, low word first.
+inline void put_address(const void* row, u32* in) {
+  const u64 p = static_cast<u64>(reinterpret_cast<__UINTPTR_TYPE__>(row));
+  in[0] = static_cast<u32>(p);
+  in[1] = static_cast<u32>(p >> 32);
+}
+template <int NUM, bool TRANS>
+inline void ldmatrix_lane(const u32* const* t, unsigned me, u32* out) {
+  {
+    auto rowp = [&](unsigned lane) {
+      return reinterpret_cast<const unsigned char*>(static_cast<__UINTPTR_TYPE__>(
+          static_cast<u64>(word_of(t, lane, 0)) | static_cast<u64>(word_of(t, lane, 1)) << 32));
+    };
+    const unsigned g = me / 4, tq = me % 4;
+    for (unsigned m = 0; m < static_cast<unsigned>(NUM); ++m) {
+      if (!TRANS) {
+        __builtin_memcpy(&out[m], rowp(8 * m + g) + 4 * tq, 4);
+      } else {
+        u16 lo, hi;
+        __builtin_memcpy(&lo, rowp(8 * m + 2 * tq) + 2 * g, 2);
+        __builtin_memcpy(&hi, rowp(8 * m + 2 * tq + 1) + 2 * g, 2);
+        out[m] = static_cast<u32>(lo) | static_cast<u32>(hi) << 16;
+      }
+    }
+  }
+}
+template <int NUM, bool TRANS>
+inline void ldmatrix(const u32* in, u32* out) {  // in: put_address's words
+  warp_exchange(in, [&](const u32* const* t) { ldmatrix_lane<NUM, TRANS>(t, laneid(), out); });
+}
+
+// stmatrix.sync.aligned.m8n8.xNUM{.trans}.b16: the inverse of ldmatrix (lane 8m + r stores
+// row r of matrix m).
+// in: put_address's words, then the NUM fragment registers.
+template <int NUM, bool TRANS>
+inline void stmatrix_lane(const u32* const* t, unsigned me, u32*) {
+  {
+    const unsigned m = me / 8, r = me % 8;
+    if (m >= static_cast<unsigned>(NUM)) return;
+    unsigned char* dst = reinterpret_cast<unsigned char*>(static_cast<__UINTPTR_TYPE__>(
+        static_cast<u64>(word_of(t, me, 0)) | static_cast<u64>(word_of(t, me, 1)) << 32));
+    for (unsigned c = 0; c < 8; ++c) {
+      // element (r, c) of the matrix as stored; .trans stores the fragment's transpose
+      const unsigned lane = TRANS ? c * 4 + r / 2 : r * 4 + c / 2, half = TRANS ? r & 1 : c & 1;
+      const u16 v = static_cast<u16>(word_of(t, lane, 2 + m) >> (16 * half));
+      __builtin_memcpy(dst + 2 * c, &v, 2);
+    }
+  }
+}
+template <int NUM, bool TRANS>
+inline void stmatrix(const u32* in, u32*) {
+  warp_exchange(in, [&](const u32* const* t) { stmatrix_lane<NUM, TRANS>(t, laneid(), nullptr); });
+}
+
+// movmatrix.sync.aligned.m8n8.trans.b16: element (g, 2t + h) of the result is element
+// (2t + h, g) of the source, which lane (2t + h) * 4 + g / 2 holds in half g & 1.
+inline void movmatrix_lane(const u32* const* t, unsigned me, u32* out) {
+  const unsigned g = me / 4, tq = me % 4;
+  u32 r = 0;
+  for (unsigned h = 0; h < 2; ++h) {
+    const u16 v = static_cast<u16>(word_of(t, (2 * tq + h) * 4 + g / 2, 0) >> (16 * (g & 1)));
+    r |= static_cast<u32>(v) << (16 * h);
+  }
+  out[0] = r;
+}
+inline void movmatrix(const u32* in, u32* out) {
+  warp_exchange(in, [&](const u32* const* t) { movmatrix_lane(t, laneid(), out); });
+}
+inline u32 movmatrix_trans(u32 a) {
+  u32 r = 0;
+  movmatrix(&a, &r);
+  return r;
+}
+
+// wmma m16n16k16 (f16, bf16) and m16n16k8 (tf32): fragment element e of this lane as a
+// (row, column) of its matrix. Layout (ours; CUDA keeps it opaque): the mma.m16n8k* fragments,
+// B and C tiled along n (n-tile 0 first). f16 A/B fragments have 8 registers for 8 elements'
+// worth: registers 4..7 repeat 0..3. WHICH: 0 a, 1 b, 2 c/d.
+template <int WHICH, int T, int K>
+inline void wmma_coord(unsigned lane, unsigned e, unsigned& row, unsigned& col) {
+  const unsigned g = lane / 4, tq = lane % 4;
+  if constexpr (WHICH == 2) {
+    if constexpr (T == F16) {  // 4 words, 2 halves each
+      const unsigned r = e / 2, h = e % 2;
+      row = g + 8 * (r % 2);
+      col = 2 * tq + h + 8 * (r / 2);
+    } else {  // 8 words of f32/s32
+      const unsigned nt = e / 4, r = e % 4;
+      row = g + (r >= 2 ? 8 : 0);
+      col = 2 * tq + (r & 1) + 8 * nt;
+    }
+  } else if constexpr (T == TF32) {  // 4 words, one element each
+    if constexpr (WHICH == 0) {
+      row = g + 8 * (e & 1);
+      col = tq + 4 * (e >> 1);
+    } else {
+      row = tq + 4 * (e & 1);
+      col = g + 8 * (e >> 1);
+    }
+  } else {  // f16/bf16: word e / 2 (mod 4), half e % 2
+    const unsigned r = (e / 2) % 4, h = e % 2;
+    if constexpr (WHICH == 0) {
+      row = g + 8 * (r & 1);
+      col = 2 * tq + h + 8 * (r >> 1);
+    } else {
+      row = 2 * tq + h + 8 * (r & 1);
+      col = g + 8 * (r >> 1);
+    }
+  }
+}
+// Rows x columns of the stored matrix and words of the fragment.
+template <int WHICH, int T, int K>
+struct wmma_shape {
+  static constexpr int rows = WHICH == 1 ? K : 16;
+  static constexpr int cols = WHICH == 0 ? K : 16;
+  static constexpr int ebits = WHICH == 2 ? (T == F16 ? 16 : 32) : bits_of(T);
+  static constexpr int words = WHICH == 2 ? (T == F16 ? 4 : 8) : T == F16 ? 8 : 4;
+  static constexpr int elems = words * 32 / ebits;
+};
+
+// wmma.load.{a,b,c}.sync.aligned.{row,col}.m16n16kK.T: element (i, j) at p + (COL ? j * stride +
+// i : i * stride + j) elements. No exchange: every lane reads its own elements.
+template <int WHICH, int T, int K, bool COL>
+inline void wmma_load(const void* p, u32 stride, u32* out) {
+  using S = wmma_shape<WHICH, T, K>;
+  const unsigned me = laneid();
+  const unsigned char* base = static_cast<const unsigned char*>(p);
+  for (int w = 0; w < S::words; ++w) out[w] = 0;
+  for (unsigned e = 0; e < static_cast<unsigned>(S::elems); ++e) {
+    unsigned i, j;
+    wmma_coord<WHICH, T, K>(me, e, i, j);
+    const u64 off = (COL ? static_cast<u64>(j) * stride + i : static_cast<u64>(i) * stride + j) *
+                    (S::ebits / 8);
+    if constexpr (S::ebits == 16) {
+      u16 v;
+      __builtin_memcpy(&v, base + off, 2);
+      out[e / 2] |= static_cast<u32>(v) << (16 * (e % 2));
+    } else {
+      __builtin_memcpy(&out[e], base + off, 4);
+    }
+  }
+}
+template <int T, int K, bool COL>
+inline void wmma_store(void* p, const u32* in, u32 stride) {
+  using S = wmma_shape<2, T, K>;
+  const unsigned me = laneid();
+  unsigned char* base = static_cast<unsigned char*>(p);
+  for (unsigned e = 0; e < static_cast<unsigned>(S::elems); ++e) {
+    unsigned i, j;
+    wmma_coord<2, T, K>(me, e, i, j);
+    const u64 off = (COL ? static_cast<u64>(j) * stride + i : static_cast<u64>(i) * stride + j) *
+                    (S::ebits / 8);
+    if constexpr (S::ebits == 16) {
+      const u16 v = static_cast<u16>(in[e / 2] >> (16 * (e % 2)));
+      __builtin_memcpy(base + off, &v, 2);
+    } else {
+      __builtin_memcpy(base + off, &in[e], 4);
+    }
+  }
+}
+// wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16kK: in = A, B, C fragments; two mma n-tiles.
+template <int AT, int CT, int DT, int K>
+inline void wmma_mma_lane(const u32* const* t, unsigned lane, u32* out) {
+  mma16<AT, AT, CT, DT, 2, K, wmma_shape<0, AT, K>::words, wmma_shape<1, AT, K>::words, false>(
+      t, lane, out);
+}
+template <int AT, int CT, int DT, int K>
+inline void wmma_mma(const u32* in, u32* out) {
+  warp_exchange(in, [&](const u32* const* t) { wmma_mma_lane<AT, CT, DT, K>(t, laneid(), out); });
+}
+
+}  // namespace cudamux::ptx::mma_ops
