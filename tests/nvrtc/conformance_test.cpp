@@ -220,7 +220,8 @@ const std::vector<Case>& cases() {
         {"macro_dc", "t.cu", ASSERTS("__CUDACC_RDC__ == 1"), {}, {"-dc"}, true, nullptr},
         {"macro_debug", "t.cu", ASSERTS("__CUDACC_DEBUG__ == 1"), {}, {"-G"}, true, nullptr},
         {"macro_std_cxx20", "t.cu", ASSERTS("__cplusplus == 202002L"), {}, {"-std=c++20"}, true, nullptr},
-        {"macro_std_cxx14", "t.cu", ASSERTS("__cplusplus == 201402L"), {}, {"-std=c++14"}, true, nullptr},
+        {"macro_std_cxx14", "t.cu", ASSERTS("__cplusplus == 201402L"), {}, {"-std=c++14"}, true, nullptr, "the mock's prelude needs C++17: -std=c++14 compiles as C++17"},
+        {"std_cxx14_compiles", "t.cu", "template <class T> constexpr T twice(T v) { return v + v; }\n" ASSERTS("twice(2) == 4"), {}, {"-std=c++14"}, true, nullptr},
         {"macro_int128", "t.cu", ASSERTS("__CUDACC_RTC_INT128__ == 1"), {}, {"-device-int128"}, true, nullptr},
         // nvcc-only options: NVRTC does not know them.
         {"option_extended_lambda_refused", "t.cu", "", {}, {"--extended-lambda"}, false, "extended-lambda"},
@@ -428,8 +429,8 @@ TEST_P(Conformance, AsNvidiaNvrtc) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Nvrtc, Conformance, testing::Range<std::size_t>(0, cases().size()),
-                         [](const testing::TestParamInfo<std::size_t>& info) {
-                           return std::string(cases()[info.param].id);
+                         [](const testing::TestParamInfo<std::size_t>& param) {
+                           return std::string(cases()[param.param].id);
                          });
 
 TEST(ConformanceCases, IdsAreUnique) {

@@ -1047,7 +1047,11 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   const std::string name = request.name.empty() ? "default_program" : std::string(request.name);
 
   std::vector<std::string> flags = {
-      "-std=" + (o.std.empty() ? std::string("c++17") : o.std),
+      // The prelude needs C++17: -std=c++11 / c++14 programs compile as C++17 (__cplusplus
+      // then reads 201703L where NVRTC's would say 2011/2014).
+      "-std=" + (o.std.empty() || o.std == "c++11" || o.std == "c++14" || o.std == "c++03"
+                     ? std::string("c++17")
+                     : o.std),
       // -O3 -march=native: thread loops of barrier-free code vectorise across threads (masked
       // stores for `if (i < n)`); the cache key includes the CPU (cpu_identity).
       o.device_debug ? "-O0" : "-O3",

@@ -502,6 +502,17 @@ extern "C" __attribute__((visibility("default"))) inline int printf(const char* 
   return n;
 }
 #include "cudamux/assert.h"
+// What assert expands to in NVIDIA's headers; NVRTC declares it without any include.
+static inline void __assertfail(const char* message, const char* file, unsigned line,
+                                const char* function, size_t) {
+  cudamux_assert_fail(message, file, line, function);
+}
+// Device heap and memory functions NVRTC declares without any include: the host's (the
+// declarations match glibc's, so <cstdlib> / <cstring> may follow).
+extern "C" void* malloc(size_t) noexcept;
+extern "C" void free(void*) noexcept;
+extern "C" void* memcpy(void*, const void*, size_t) noexcept;
+extern "C" void* memset(void*, int, size_t) noexcept;
 
 // --- conditional graph nodes (cudaGraphSetConditional, CUDA's device runtime) ---
 typedef unsigned long long cudaGraphConditionalHandle;
