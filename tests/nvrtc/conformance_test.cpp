@@ -221,7 +221,7 @@ const std::vector<Case>& cases() {
         {"macro_debug", "t.cu", ASSERTS("__CUDACC_DEBUG__ == 1"), {}, {"-G"}, true, nullptr},
         {"macro_std_cxx20", "t.cu", ASSERTS("__cplusplus == 202002L"), {}, {"-std=c++20"}, true, nullptr},
         {"macro_std_cxx14", "t.cu", ASSERTS("__cplusplus == 201402L"), {}, {"-std=c++14"}, true, nullptr, "the mock's prelude needs C++17: -std=c++14 compiles as C++17"},
-        {"std_cxx14_compiles", "t.cu", "template <class T> constexpr T twice(T v) { return v + v; }\n" ASSERTS("twice(2) == 4"), {}, {"-std=c++14"}, true, nullptr},
+        {"std_cxx14_compiles", "t.cu", "template <class T> __device__ constexpr T twice(T v) { return v + v; }\n" ASSERTS("twice(2) == 4"), {}, {"-std=c++14"}, true, nullptr},
         {"macro_int128", "t.cu", ASSERTS("__CUDACC_RTC_INT128__ == 1"), {}, {"-device-int128"}, true, nullptr},
         // nvcc-only options: NVRTC does not know them.
         {"option_extended_lambda_refused", "t.cu", "", {}, {"--extended-lambda"}, false, "extended-lambda"},
@@ -280,6 +280,8 @@ const std::vector<Case>& cases() {
         BUILTIN("cuda_success", "cudaError_t e = cudaSuccess; o[0] = (int)e;", true, nullptr),
         // Namespace-scope variables need a memory space in JIT mode (unless -default-device).
         {"host_variable_refused", "t.cu", "int g;\n", {}, {}, false, "host variable", "the mock does not check the memory space of namespace-scope variables"},
+        {"host_function_refused", "t.cu", "int f() { return 1; }\n", {}, {}, false, "host function", "the mock does not check the execution space of functions"},
+        {"host_function_default_device", "t.cu", "int f() { return 1; }\n", {}, {"-default-device"}, true, nullptr},
         {"host_variable_default_device", "t.cu", "int g;\n", {}, {"-default-device"}, true, nullptr},
         {"macro___GNUC___undefined", "t.cu", "#ifdef __GNUC__\n#error __GNUC__ defined\n#endif\n", {}, {}, true, nullptr, "the mock's compiler is g++, whose headers and built-ins need __GNUC__"},
     };

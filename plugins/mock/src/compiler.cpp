@@ -404,7 +404,11 @@ std::string rewrite_log(const std::string& text, const std::string& tmp_dir,
   std::string line;
   std::string out;
   while (std::getline(in, line)) {
-    if (line.find("<command-line>") != std::string::npos) continue;
+    // Notes about our -D flags are noise; an error there is the user's (--pre-include).
+    if (const auto at = line.find("<command-line>"); at != std::string::npos) {
+      if (line.find("error") == std::string::npos) continue;
+      line.replace(at, std::string_view("<command-line>").size(), "command line");
+    }
     if (line.find("cudamux/prelude.h") != std::string::npos &&
         line.find("In file included from") != std::string::npos)
       continue;
