@@ -5,6 +5,8 @@
 #include <nvrtc.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,51 @@ TEST_F(NvrtcMock, NameExpressionsGiveNamesTheModuleAccepts) {
   ASSERT_CU(cuModuleUnload(mod));
 }
 
+// Runs `src`'s kernel k(int*) on one thread and returns what it stored.
+int run_one(const std::string& ptx) {
+  CUmodule mod = nullptr;
+  CUfunction fn = nullptr;
+  int out = -1;
+  CUdeviceptr d = 0;
+  if (cuModuleLoadData(&mod, ptx.data()) != CUDA_SUCCESS) return -2;
+  if (cuModuleGetFunction(&fn, mod, "k") == CUDA_SUCCESS &&
+      cuMemAlloc(&d, sizeof(int)) == CUDA_SUCCESS) {
+    void* args[] = {&d};
+    if (cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS)
+      cuMemcpyDtoH(&out, d, sizeof(int));
+    cuMemFree(d);
+  }
+  cuModuleUnload(mod);
+  return out;
+}
+
+// As NVIDIA's samples expect: `#include "x.h"` finds x.h beside the program's file (here the
+// current directory, the program's name having no folder). The compiled program is cached;
+// editing the header must not give the old module back.
+TEST_F(NvrtcMock, QuotedIncludeBesideTheProgramAndItsEdits) {
+  namespace fs = std::filesystem;
+  std::string tmpl = (fs::temp_directory_path() / "cudamux-nvrtc-cwd-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path old = fs::current_path();
+  fs::current_path(tmpl);
+  const char* src =
+      "#include \"value.h\"\nextern \"C\" __global__ void k(int* o) { *o = VALUE; }\n";
+  std::ofstream("value.h") << "#define VALUE 1\n";
+  {
+    nvrtc_test::Program prog(src, "kernel.cu");
+    ASSERT_EQ(prog.compile({}), NVRTC_SUCCESS) << prog.log();
+    EXPECT_EQ(run_one(prog.ptx()), 1);
+  }
+  std::ofstream("value.h", std::ios::trunc) << "#define VALUE 2222\n";  // size differs too
+  {
+    nvrtc_test::Program prog(src, "kernel.cu");
+    ASSERT_EQ(prog.compile({}), NVRTC_SUCCESS) << prog.log();
+    EXPECT_EQ(run_one(prog.ptx()), 2222);
+  }
+  fs::current_path(old);
+  fs::remove_all(tmpl);
+}
+
 TEST_F(NvrtcMock, CompileErrorsNameTheUsersFileAndLine) {
   nvrtc_test::Program prog(
       "__global__ void k(int* p) {\n  int a = 1;\n  p[0] = undeclared_thing;\n}\n",
@@ -134,6 +181,14 @@ int main(int argc, char** argv) {
   setenv("CUDAMUX_PLUGIN_PATH", "", 1);
   setenv("CUDAMUX_CONFIG", "", 1);
   setenv("XDG_CONFIG_HOME", "/nonexistent-cudamux-test-config", 1);
+  // A compile cache of this run's own (QuotedIncludeBesideTheProgramAndItsEdits needs one).
+  std::string cache =
+      (std::filesystem::temp_directory_path() / "cudamux-nvrtc-cache-XXXXXX").string();
+  if (::mkdtemp(cache.data()) != nullptr) setenv("CUDA_CACHE_PATH", cache.c_str(), 1);
   testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int rc = RUN_ALL_TESTS();
+  std::error_code ec;
+  if (const char* c = std::getenv("CUDA_CACHE_PATH"); c != nullptr && cache == c)
+    std::filesystem::remove_all(cache, ec);
+  return rc;
 }

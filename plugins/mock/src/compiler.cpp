@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -403,7 +404,11 @@ std::string rewrite_log(const std::string& text, const std::string& tmp_dir,
   std::string line;
   std::string out;
   while (std::getline(in, line)) {
-    if (line.find("<command-line>") != std::string::npos) continue;
+    // Notes about our -D flags are noise; an error there is the user's (--pre-include).
+    if (const auto at = line.find("<command-line>"); at != std::string::npos) {
+      if (line.find("error") == std::string::npos) continue;
+      line.replace(at, std::string_view("<command-line>").size(), "command line");
+    }
     if (line.find("cudamux/prelude.h") != std::string::npos &&
         line.find("In file included from") != std::string::npos)
       continue;
@@ -574,6 +579,80 @@ void store_in_cache(const fs::path& file, const std::string& data, spdlog::logge
               std::strerror(errno));
     fs::remove(tmp, ec);
   }
+}
+
+// ---- files a program read from disk ---------------------------------------------------------
+
+// The files g++ read for a program (its -MD output), less our own: the program's folder, -I
+// folders and the current directory can hold headers the cache key cannot see.
+std::vector<std::string> disk_dependencies(const fs::path& deps_file, const fs::path& tmp_dir,
+                                           const std::string& include_dir) {
+  const std::string text = read_file(deps_file);
+  std::vector<std::string> out;
+  std::string cur;
+  bool target_done = false;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    if (!target_done) {
+      target_done = cur.back() == ':';
+    } else {
+      std::error_code ec;
+      const fs::path abs = fs::absolute(cur, ec).lexically_normal();
+      const std::string a = abs.string();
+      if (!ec && !a.starts_with(tmp_dir.string() + "/") && !a.starts_with(include_dir + "/"))
+        out.push_back(a);
+    }
+    cur.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] == '\n') {
+        ++i;
+        flush();
+        continue;
+      }
+      cur += text[++i];  // an escaped space or '#'
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\n') {
+      flush();
+      continue;
+    }
+    cur += ch;
+  }
+  flush();
+  return out;
+}
+
+// One line per file: size, modification time (ns) and path; empty for a missing file.
+std::string stamp_files(const std::vector<std::string>& files) {
+  std::string out;
+  for (const auto& f : files) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) continue;
+    out += std::to_string(st.st_size) + " " +
+           std::to_string(st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec) + " " + f + "\n";
+  }
+  return out;
+}
+
+// Whether the files a cached program read are as they were when it was compiled.
+bool disk_files_unchanged(const fs::path& stamps_file) {
+  std::error_code ec;
+  if (!fs::exists(stamps_file, ec)) return true;  // the program read nothing from disk
+  std::istringstream in(read_file(stamps_file));
+  std::string line;
+  std::vector<std::string> files;
+  std::string expected;
+  while (std::getline(in, line)) {
+    const auto a = line.find(' ');
+    const auto b = a == std::string::npos ? a : line.find(' ', a + 1);
+    if (b == std::string::npos) return false;
+    files.push_back(line.substr(b + 1));
+    expected += line + "\n";
+  }
+  return stamp_files(files) == expected;
 }
 
 // ---- barrier analysis and loop fission -----------------------------------------------------
@@ -838,6 +917,50 @@ const std::string& cpu_identity() {
   return id;
 }
 
+// The macros NVIDIA's NVRTC 13.0 predefines from its options (measured; docs/conformance.md,
+// "NVRTC"). The option-independent ones are in the prelude.
+std::vector<std::string> nvrtc_macros(const be::CompileOptions& o) {
+  bool fast = false;
+  std::optional<bool> ftz;
+  std::optional<bool> prec_div;
+  std::optional<bool> prec_sqrt;
+  bool int128 = false;
+  bool ewp = false;
+  std::string arch_variant;  // "a" or "f" of sm_90a / sm_100f
+  for (const auto& e : o.extra) {
+    auto boolean = [&](std::string_view opt, std::optional<bool>& v) {
+      if (e.starts_with(opt)) v = e.substr(opt.size()) == "true";
+    };
+    if (e == "--use_fast_math") fast = true;
+    boolean("--ftz=", ftz);
+    boolean("--prec-div=", prec_div);
+    boolean("--prec-sqrt=", prec_sqrt);
+    if (e == "--device-int128") int128 = true;
+    if (e == "--extensible-whole-program") ewp = true;
+    if (e.starts_with("--gpu-architecture=") && !e.empty()) arch_variant = e.substr(e.size() - 1);
+  }
+  // --use_fast_math implies --ftz=true --prec-div=false --prec-sqrt=false.
+  const auto flag = [](bool b) { return b ? "1" : "0"; };
+  std::vector<std::string> d = {
+      std::string("-D__USE_FAST_MATH__=") + flag(fast),
+      std::string("-D__CUDA_FTZ=") + flag(ftz.value_or(fast)),
+      std::string("-D__CUDA_PREC_DIV=") + flag(prec_div.value_or(!fast)),
+      std::string("-D__CUDA_PREC_SQRT=") + flag(prec_sqrt.value_or(!fast)),
+  };
+  if (o.relocatable) d.emplace_back("-D__CUDACC_RDC__=1");
+  if (o.device_debug) d.emplace_back("-D__CUDACC_DEBUG__=1");
+  if (int128) d.emplace_back("-D__CUDACC_RTC_INT128__=1");
+  if (ewp) d.emplace_back("-D__CUDACC_EWP__=1");
+  const int arch = o.arch != 0 ? o.arch : 75;
+  if (arch_variant == "a") {
+    d.push_back("-D__CUDA_ARCH_SPECIFIC__=" + std::to_string(arch * 10));
+    d.push_back("-D__CUDA_ARCH_FEAT_SM" + std::to_string(arch) + "_ALL=1");
+  } else if (arch_variant == "f") {
+    d.push_back("-D__CUDA_ARCH_FAMILY_SPECIFIC__=" + std::to_string(arch * 10));
+  }
+  return d;
+}
+
 }  // namespace
 
 const std::string& host_cpu_tag() {
@@ -922,11 +1045,17 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     return status(CUDA_ERROR_NOT_FOUND);
   }
   const auto& o = request.options;
-  const int arch = o.arch != 0 ? o.arch : kDefaultArch;
+  // NVRTC 13.0 compiles for compute_75 when no architecture is named (measured).
+  constexpr int kNvrtcDefaultArch = 75;
+  const int arch = o.arch != 0 ? o.arch : generated ? kDefaultArch : kNvrtcDefaultArch;
   const std::string name = request.name.empty() ? "default_program" : std::string(request.name);
 
   std::vector<std::string> flags = {
-      "-std=" + (o.std.empty() ? std::string("c++17") : o.std),
+      // The prelude needs C++17: -std=c++11 / c++14 programs compile as C++17 (__cplusplus
+      // then reads 201703L where NVRTC's would say 2011/2014).
+      "-std=" + (o.std.empty() || o.std == "c++11" || o.std == "c++14" || o.std == "c++03"
+                     ? std::string("c++17")
+                     : o.std),
       // -O3 -march=native: thread loops of barrier-free code vectorise across threads (masked
       // stores for `if (i < n)`); the cache key includes the CPU (cpu_identity).
       o.device_debug ? "-O0" : "-O3",
@@ -957,6 +1086,11 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
           "--param=asan-stack=0", "--param=asan-globals=0", "-D__CUDAMUX_MEMCHECK__=1"})
       flags.emplace_back(f);
   }
+  if (!generated) {
+    for (auto& d : nvrtc_macros(o)) flags.push_back(std::move(d));
+    // The files the program reads from disk, for the cache (disk_dependencies).
+    flags.emplace_back("-MD");
+  }
   if (o.device_debug) flags.push_back("-g");
   if (o.line_info && !o.device_debug) flags.push_back("-g1");
   for (const auto& [k, v] : o.defines) flags.push_back(v.empty() ? "-D" + k : "-D" + k + "=" + v);
@@ -964,7 +1098,7 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
 
   // Cache key: everything that can change the image.
   Hasher h;
-  h.add("cudamux-mock-cache-v1");
+  h.add("cudamux-mock-cache-v2");
   h.add(generated ? "generated" : "nvrtc");
   h.add(std::to_string(CUDAMUX_DEVICE_ABI));
   h.add(compiler_identity(settings_.compiler));
@@ -982,13 +1116,23 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   for (const auto& i : o.include_paths) h.add("-I" + i);
   for (const auto& i : o.pre_includes) h.add("-include" + i);
   for (const auto& e : request.name_expressions) h.add("expr:" + e);
+  // Relative program names, -I folders and pre-includes are relative to the current directory.
+  std::error_code cwd_ec;
+  const fs::path cwd = fs::current_path(cwd_ec);
+  h.add("cwd:" + cwd.string());
   const std::string key = h.digest();
   const fs::path cache_file = settings_.cache_dir.empty()
                                   ? fs::path()
                                   : fs::path(settings_.cache_dir) / "mock" / (key + ".cmx");
+  // The disk files the program read when it was cached, with their sizes and times.
+  const fs::path stamps_file =
+      cache_file.empty() ? fs::path() : fs::path(cache_file.string() + ".files");
   if (!cache_file.empty()) {
     std::error_code ec;
-    if (fs::is_regular_file(cache_file, ec)) {
+    if (fs::is_regular_file(cache_file, ec) && !disk_files_unchanged(stamps_file)) {
+      log_->debug("mock compiler: {}: a header on disk changed since {} was cached", name,
+                  cache_file.string());
+    } else if (fs::is_regular_file(cache_file, ec)) {
       if (deserialize(read_file(cache_file), result)) {
         ++hits_;
         log_->debug("mock compiler: {}: cache hit {}", name, cache_file.string());
@@ -1050,7 +1194,13 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
            twins + "\n#line 1 " + quote(kRegistrationFile) + "\n" +
            registration(kernels, request.name_expressions);
   };
-  const fs::path src_file = dir / "program.cu";
+  // In a folder of its own: the compiler's search from the including file's folder finds
+  // nothing of ours.
+  const fs::path src_file = dir / "src" / "program.cu";
+  {
+    std::error_code mk;
+    fs::create_directories(src_file.parent_path(), mk);
+  }
   write_file(src_file, program_text());
   std::error_code ec;
   fs::create_directories(dir / "include", ec);
@@ -1062,15 +1212,49 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
 
   std::vector<std::string> argv = {settings_.compiler};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  // Built-in headers first: they win over a toolkit folder the program adds.
-  argv.push_back("-I" + files.include_dir);
-  argv.push_back("-I" + (dir / "include").string());
+  // NVRTC 13.0's search (measured; docs/conformance.md, "NVRTC"): a quoted include looks at
+  // the headers given to nvrtcCreateProgram, then the program's folder (its name's folder,
+  // relative to the current directory), then the -I folders in order; an angle include at the
+  // given headers, then -I. Nothing else: no system or toolkit folder. Ours: the built-in
+  // headers (CPU versions of the toolkit's) and the host's standard headers stand in for the
+  // toolkit, searched only when the program names include folders, as NVIDIA's must.
+  const bool builtins = generated || !o.include_paths.empty();
+  const fs::path given_dir = dir / "include";
+  if (!generated) {
+    argv.push_back("-iquote");
+    argv.push_back(given_dir.string());
+    fs::path program_dir = fs::path(name).parent_path();
+    argv.push_back("-iquote");
+    argv.push_back(program_dir.empty() ? std::string(".") : program_dir.string());
+  }
+  if (builtins) {
+    // Built-in headers before the folders the program names: they win over the toolkit's.
+    argv.push_back("-I" + files.include_dir);
+  } else {
+    // The prelude's own headers only ("cudamux/..."), through a folder holding nothing else.
+    std::error_code link_ec;
+    fs::create_directories(dir / "prelude", link_ec);
+    fs::create_directory_symlink(fs::path(files.include_dir) / "cudamux",
+                                 dir / "prelude" / "cudamux", link_ec);
+    argv.push_back("-iquote");
+    argv.push_back((dir / "prelude").string());
+    argv.emplace_back("-nostdinc");
+    argv.emplace_back("-nostdinc++");
+  }
+  if (!generated) {
+    argv.emplace_back("-MF");
+    argv.push_back((dir / "deps.d").string());
+  }
+  argv.push_back("-I" + given_dir.string());
   for (const auto& i : o.include_paths) argv.push_back("-I" + i);
   argv.push_back("-include");
-  argv.push_back("cudamux/prelude.h");
+  argv.push_back((fs::path(files.include_dir) / "cudamux" / "prelude.h").string());
   for (const auto& i : o.pre_includes) {
+    // A given header of that name first (the compiler would look in the current directory).
+    const bool is_given = std::any_of(request.headers.begin(), request.headers.end(),
+                                      [&](const auto& p) { return p.first == i; });
     argv.push_back("-include");
-    argv.push_back(i);
+    argv.push_back(is_given ? (given_dir / i).string() : i);
   }
   argv.push_back("-x");
   argv.push_back("c++");
@@ -1138,7 +1322,17 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     }
   }
   result.success = true;
-  if (!cache_file.empty()) store_in_cache(cache_file, serialize(result), *log_);
+  if (!cache_file.empty()) {
+    // The stamps go first: an entry is never seen without them.
+    const auto deps = generated ? std::vector<std::string>{}
+                                : disk_dependencies(dir / "deps.d", dir, files.include_dir);
+    std::error_code rm_ec;
+    if (deps.empty())
+      fs::remove(stamps_file, rm_ec);
+    else
+      store_in_cache(stamps_file, stamp_files(deps), *log_);
+    store_in_cache(cache_file, serialize(result), *log_);
+  }
   return be::kOk;
 }
 

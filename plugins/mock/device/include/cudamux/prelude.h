@@ -5,13 +5,21 @@
 #include "cudamux/device_abi.h"
 
 #define __CUDAMUX_MOCK__ 1
+// What NVIDIA's NVRTC 13.0 predefines (measured; docs/conformance.md, "NVRTC"). Not __NVCC__:
+// NVRTC leaves it undefined. Option-dependent ones (__CUDA_FTZ, __CUDACC_RDC__, ...) come from
+// the compiler's command line.
 #define __CUDACC__ 1
 #define __CUDACC_RTC__ 1
-#define __NVCC__ 1
 #define __CUDACC_VER_MAJOR__ 13
 #define __CUDACC_VER_MINOR__ 0
-#define __CUDACC_VER_BUILD__ 0
+#define __CUDACC_VER_BUILD__ 88
+#define __CUDA_API_VER_MAJOR__ 13
+#define __CUDA_API_VER_MINOR__ 0
+#define __NVCC_DIAG_PRAGMA_SUPPORT__ 1
 #define CUDART_VERSION 13000
+#ifndef NULL
+#define NULL 0
+#endif
 
 // --- qualifiers ---
 #define __global__ __attribute__((used))
@@ -34,6 +42,15 @@
 
 typedef decltype(sizeof(0)) size_t;
 typedef decltype((char*)0 - (char*)0) ptrdiff_t;
+typedef long clock_t;
+typedef __builtin_va_list va_list;
+namespace std {}  // declared, empty: std:: names need their headers, as with NVRTC
+// Runtime types NVRTC declares without any include (a subset: the handles and the error type).
+typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
+typedef struct CUgraph_st* cudaGraph_t;
+enum cudaError { cudaSuccess = 0 };
+typedef enum cudaError cudaError_t;
 
 // --- vector types ---
 #define CUDAMUX_VEC(T, N1, A2, A3, A4)                                     \
@@ -474,8 +491,7 @@ inline void __stwb(T* p, T v) { *p = v; }
 template <class T>
 inline void __stwt(T* p, T v) { *p = v; }
 static inline long long clock64() { return static_cast<long long>(cudamux_clock64()); }
-static inline long long clock() { return static_cast<long long>(cudamux_clock64()); }
-static inline unsigned long long __globaltimer() { return cudamux_clock64(); }
+static inline clock_t clock() { return static_cast<clock_t>(cudamux_clock64()); }
 
 // --- printf and assert ---
 extern "C" __attribute__((visibility("default"))) inline int printf(const char* __restrict fmt, ...) {
@@ -486,6 +502,17 @@ extern "C" __attribute__((visibility("default"))) inline int printf(const char* 
   return n;
 }
 #include "cudamux/assert.h"
+// What assert expands to in NVIDIA's headers; NVRTC declares it without any include.
+static inline void __assertfail(const char* message, const char* file, unsigned line,
+                                const char* function, size_t) {
+  cudamux_assert_fail(message, file, line, function);
+}
+// Device heap and memory functions NVRTC declares without any include: the host's (the
+// declarations match glibc's, so <cstdlib> / <cstring> may follow).
+extern "C" void* malloc(size_t) noexcept;
+extern "C" void free(void*) noexcept;
+extern "C" void* memcpy(void*, const void*, size_t) noexcept;
+extern "C" void* memset(void*, int, size_t) noexcept;
 
 // --- conditional graph nodes (cudaGraphSetConditional, CUDA's device runtime) ---
 typedef unsigned long long cudaGraphConditionalHandle;
