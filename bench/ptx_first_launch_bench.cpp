@@ -6,13 +6,15 @@
 //   * first launch of a fresh module of the same PTX, warm cache           target <= 5 ms
 //   * a second kernel of the same module, cold
 // With --eager, also the whole-module compilation at load (CUDAMUX_MOCK_PTX_LAZY=0).
-// Run: build/bin/cudamux_bench_ptx_first_launch [--kernels N] [--eager]
+// Run: build/bin/cudamux_bench_ptx_first_launch [--kernels N] [--eager] [--verbose]
 #include <dlfcn.h>
 #include <spdlog/sinks/null_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +30,8 @@ namespace be = cudamux::backend;
 
 namespace {
 
+bool g_verbose = false;  // --verbose: the mock's debug log (compile times) on stderr
+
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "bench_ptx_first_launch: %s\n", what.c_str());
   std::exit(1);
@@ -39,8 +43,14 @@ std::unique_ptr<be::Backend> make_backend(const std::string& toml_text) {
   auto create = reinterpret_cast<be::Backend* (*)(const be::PluginHost&, std::string&)>(
       ::dlsym(handle, be::kCreateSymbol));
   be::PluginHost host;
-  host.logger =
-      std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
+  if (g_verbose) {
+    host.logger = std::make_shared<spdlog::logger>(
+        "bench", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    host.logger->set_level(spdlog::level::debug);
+  } else {
+    host.logger =
+        std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
+  }
   const toml::table doc = toml::parse(toml_text);
   host.config = doc["mock"].as_table();
   std::string error;
@@ -127,6 +137,20 @@ struct Env {
   }
 };
 
+// Median of the cold first launches of `names` (each compiled once): steadier than one
+// launch on a machine shared with other work.
+double median_cold(Env& env, be::Module& m, const std::vector<std::string>& names,
+                   std::vector<float>& out) {
+  std::vector<double> t;
+  for (const auto& n : names) {
+    const auto t0 = Clock::now();
+    env.launch(m, n, out.data(), 4096);
+    t.push_back(ms(t0, Clock::now()));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 void row(const char* what, double v, double target) {
   if (target > 0)
     std::printf("  %-58s %9.1f ms   %6.2fx of the target (%g ms)\n", what, v, v / target, target);
@@ -142,15 +166,19 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--kernels") == 0 && i + 1 < argc) kernels = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--eager") == 0) eager = true;
+    if (std::strcmp(argv[i], "--verbose") == 0) g_verbose = true;
   }
   char tmpl[] = "/tmp/cudamux-bench-ptx-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) die("mkdtemp");
   const std::string dir = tmpl;
   const std::string text = generate(kernels);
   std::vector<float> out(4096);
-  const std::string k = "kernel" + std::to_string(kernels / 2 + 1);  // one with bar.sync
-  std::printf("PTX first launch, %d-kernel module (%zu bytes of PTX), kernel %s:\n", kernels,
-              text.size(), k.c_str());
+  // Kernels with bar.sync (odd) and with a helper call (multiples of 4), in the middle.
+  const std::string k = "kernel" + std::to_string(kernels / 2 + 1);
+  const std::string k2 = "kernel" + std::to_string(kernels / 2 + 3);
+  const std::string k3 = "kernel" + std::to_string(kernels / 4 * 2);
+  std::printf("PTX first launch, %d-kernel module (%zu bytes of PTX), kernels %s, %s, %s:\n",
+              kernels, text.size(), k.c_str(), k2.c_str(), k3.c_str());
   {
     Env env(dir + "/cache");
     auto t0 = Clock::now();
@@ -160,28 +188,62 @@ int main(int argc, char** argv) {
     auto t2 = Clock::now();
     env.launch(*m, k, out.data(), 4096);
     auto t3 = Clock::now();
-    row("load (parse, lay out variables)", ms(t0, t1), 0);
-    row("first launch, cold cache (translate + g++ + load)", ms(t1, t2), 300);
+    row("load (parse, lay out variables; nothing compiled)", ms(t0, t1), 0);
+    row("first launch, empty cache folder (+ the precompiled header)", ms(t1, t2), 300);
     row("next launch (compiled)", ms(t2, t3), 0);
     auto t4 = Clock::now();
-    env.launch(*m, "kernel0", out.data(), 4096);
-    row("first launch of another kernel (helper call), cold", ms(t4, Clock::now()), 300);
-    m.reset();
+    env.launch(*m, k2, out.data(), 4096);
     auto t5 = Clock::now();
-    auto m2 = env.load(text);
+    env.launch(*m, k3, out.data(), 4096);
     auto t6 = Clock::now();
-    env.launch(*m2, k, out.data(), 4096);
+    row("first launch of a bar.sync kernel, cold", ms(t4, t5), 300);
+    row("first launch of a kernel calling a .func, cold", ms(t5, t6), 300);
+    std::vector<std::string> barrier_kernels, helper_kernels;
+    for (int i = 0; i < 7 && 4 * i + 11 < kernels; ++i) {
+      barrier_kernels.push_back("kernel" + std::to_string(4 * i + 9));
+      helper_kernels.push_back("kernel" + std::to_string(4 * i + 8));
+    }
+    if (!barrier_kernels.empty()) {
+      row("median of 7 more bar.sync kernels, cold", median_cold(env, *m, barrier_kernels, out),
+          300);
+      row("median of 7 more kernels calling a .func, cold",
+          median_cold(env, *m, helper_kernels, out), 300);
+    }
+    m.reset();
     auto t7 = Clock::now();
-    row("load of the same PTX again", ms(t5, t6), 0);
-    row("first launch, warm cache (fresh module, same PTX)", ms(t6, t7), 5);
+    auto m2 = env.load(text);
+    auto t8 = Clock::now();
+    env.launch(*m2, k, out.data(), 4096);
+    auto t9 = Clock::now();
+    row("load of the same PTX again", ms(t7, t8), 0);
+    row("first launch, warm cache (fresh module, same PTX)", ms(t8, t9), 5);
   }
   {
     // A new backend: what a second process sees (settings and cache read anew).
     Env env(dir + "/cache");
     auto m = env.load(text);
     auto t0 = Clock::now();
-    env.launch(*m, k, out.data(), 4096);
+    env.launch(*m, k2, out.data(), 4096);
     row("first launch, warm cache (new backend instance)", ms(t0, Clock::now()), 5);
+  }
+  {
+    // Without the precompiled header: the prelude and ptx_ops.h parsed by every compile.
+    ::setenv("CUDAMUX_MOCK_PTX_PCH", "0", 1);
+    Env env(dir + "/cache-nopch");
+    auto m = env.load(text);
+    auto t0 = Clock::now();
+    env.launch(*m, k, out.data(), 4096);
+    auto t1 = Clock::now();
+    env.launch(*m, k2, out.data(), 4096);
+    row("no precompiled header: first launch, cold", ms(t0, t1), 300);
+    row("no precompiled header: another kernel, cold", ms(t1, Clock::now()), 300);
+    std::vector<std::string> names;
+    for (int i = 0; i < 7 && 4 * i + 11 < kernels; ++i)
+      names.push_back("kernel" + std::to_string(4 * i + 9));
+    if (!names.empty())
+      row("no precompiled header: median of 7 bar.sync kernels, cold",
+          median_cold(env, *m, names, out), 300);
+    ::unsetenv("CUDAMUX_MOCK_PTX_PCH");
   }
   if (eager) {
     ::setenv("CUDAMUX_MOCK_PTX_LAZY", "0", 1);
@@ -192,6 +254,10 @@ int main(int argc, char** argv) {
     env.launch(*m, k, out.data(), 4096);
     row("eager: load = whole-module compile, cold", ms(t0, t1), 0);
     row("eager: first launch after it", ms(t1, Clock::now()), 0);
+    m.reset();
+    auto t2 = Clock::now();
+    m = env.load(text);
+    row("eager: load, warm cache", ms(t2, Clock::now()), 0);
     ::unsetenv("CUDAMUX_MOCK_PTX_LAZY");
   }
   std::error_code ec;

@@ -584,13 +584,25 @@ void store_in_cache(const fs::path& file, const std::string& data, spdlog::logge
 // could be built (the plain prelude then; -Winvalid-pch keeps a stale one harmless).
 const std::string& cpu_identity();
 
+bool gold_available() {
+  static const bool yes = [] {
+    const char* env = std::getenv("PATH");
+    std::istringstream dirs(env != nullptr ? env : "/usr/bin:/bin");
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty() && ::access((fs::path(d) / "ld.gold").c_str(), X_OK) == 0) return true;
+    return false;
+  }();
+  return yes;
+}
+
 std::string ensure_pch(const std::string& compiler, const std::string& cache_dir,
                        const DeviceFiles& files, const std::vector<std::string>& flags,
                        spdlog::logger& log) {
   static std::mutex mu;  // one build per process at a time; other processes: atomic rename
   std::vector<std::string> cflags;
   for (const auto& f : flags)
-    if (f != "-shared" && f.rfind("-Wl,", 0) != 0) cflags.push_back(f);
+    if (f != "-shared" && f.rfind("-Wl,", 0) != 0 && f.rfind("-fuse-ld=", 0) != 0)
+      cflags.push_back(f);
   Hasher h;
   h.add("cudamux-ptx-pch-v1");
   h.add(compiler_identity(compiler));
@@ -1009,6 +1021,10 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
       "-D__CUDA_ARCH_LIST__=" + std::to_string(arch * 10),
       "-Wl,-Bsymbolic",
   };
+  // Code translated from PTX links with gold where installed: a kernel compiled alone is a
+  // small object, and GNU ld took ~170 ms of a ~350 ms compile to link it (gold ~60 ms;
+  // docs/performance.md, "PTX kernels compiled at first launch").
+  if (generated && gold_available()) flags.emplace_back("-fuse-ld=gold");
   if (settings_.memcheck) {
     // Every load and store calls a hook first (the prelude defines them, the device runtime
     // checks). Stack and globals need no redzones: the runtime knows those ranges.
