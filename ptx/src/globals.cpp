@@ -48,6 +48,9 @@ ModuleGlobals module_globals(const Module& m) {
     img.size = storage_size(v);
     img.align = std::max<std::uint64_t>(storage_align(v), 16);
     img.bytes.assign(std::max<std::uint64_t>(img.size, 1), 0);
+    if (v.is_extern && v.init.empty() && img.size == 0)
+      out.problems.push_back(
+          {v.loc, "external variable '" + v.name + "' (defined in another module)"});
     const unsigned es = size_of(v.type);
     for (std::size_t k = 0; k < v.init.size(); ++k) {
       const auto& in = v.init[k];
