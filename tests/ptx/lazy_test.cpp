@@ -194,15 +194,21 @@ TEST_F(PtxLazy, VariablesAreSharedByKernelsCompiledSeparately) {
   EXPECT_OK(cuModuleUnload(m));
 }
 
-// Runs this binary as a second process (see main) on `ptx_file`; its exit status.
-int run_child(const std::string& ptx_file) {
+// Runs this binary as a second process (see main) on `ptx_file`, with `extra_env` added to
+// this process's environment; its exit status.
+int run_child(const std::string& ptx_file, const char* extra_env = nullptr) {
   char self[4096] = {};
   const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) return -1;
   std::string child_flag = "--child";
   std::vector<char*> argv = {self, child_flag.data(), const_cast<char*>(ptx_file.c_str()), nullptr};
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  std::string extra = extra_env != nullptr ? extra_env : "";
+  if (!extra.empty()) env.push_back(extra.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
-  if (::posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  if (::posix_spawn(&pid, self, nullptr, nullptr, argv.data(), env.data()) != 0) return -1;
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0) {
   }
@@ -255,6 +261,21 @@ TEST_F(PtxLazy, AChangedKernelCompilesAgainAndAnUnchangedOneDoesNot) {
   for (int i = 0; i < 32; ++i) EXPECT_EQ(r[i], i + 7654321);
   EXPECT_EQ(compiles(), c0 + 2);
   ASSERT_OK(cuModuleUnload(m));
+}
+
+// CUDAMUX_MOCK_PTX_LAZY=0 (a second process: settings are read at initialisation): the whole
+// module compiles at load, in one compiler run, and its kernels run.
+TEST_F(PtxLazy, TheEagerPathCompilesTheWholeModuleAtLoad) {
+  const std::string file = g_dir + "/variant5.ptx";
+  std::ofstream(file) << variant(5);
+  const int c0 = compiles();
+  EXPECT_EQ(run_child(file, "CUDAMUX_MOCK_PTX_LAZY=0"), 0);
+  EXPECT_EQ(compiles(), c0 + 1);
+  // Lazily, the same PTX: the kernel's own translation, not the module's cache entry.
+  EXPECT_EQ(run_child(file), 0);
+  EXPECT_EQ(compiles(), c0 + 2);
+  EXPECT_EQ(run_child(file, "CUDAMUX_MOCK_PTX_LAZY=0"), 0);
+  EXPECT_EQ(compiles(), c0 + 2);  // both cached now
 }
 
 // The back end's side: a kernel's translation holds the .func functions it reaches only.
