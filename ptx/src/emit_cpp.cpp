@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cudamux/ptx/globals.hpp"
 #include "emit_mma.hpp"
 #include "emit_split.hpp"
 #include "emit_texture.hpp"
@@ -482,6 +483,7 @@ class Emitter {
   std::vector<std::uint64_t> kernel_shared_used_;  // per function: .shared a kernel reaches
   std::set<std::pair<std::uint64_t, std::uint32_t>> bytes_structs_;
   std::vector<std::string> twins_;  // per function: its split twin (emit_split.cpp), or empty
+  std::vector<bool> emit_;          // per function: translated (EmitOptions::only_function)
 
   // current function
   const Function* f_ = nullptr;
@@ -489,6 +491,7 @@ class Emitter {
   std::vector<std::string> reg_names_, local_names_;
   std::string bad_;
   bool uses_carry_ = false;
+  std::size_t external_slots_ = 0;
 };
 
 std::string Emitter::line(const SourceLoc& l) const {
@@ -526,15 +529,18 @@ void Emitter::layout_shared() {
   const std::size_t nf = m_.functions.size(), ng = m_.globals.size();
   std::vector<std::vector<std::uint32_t>> callees(nf);
   std::vector<bool> indirect_caller(nf, false), address_taken(nf, false);
+  std::vector<std::vector<std::uint32_t>> refs(nf);   // functions whose address each one takes
   std::vector<std::vector<std::uint32_t>> users(ng);  // functions referencing each global
   std::vector<bool> global_everywhere(ng, false);     // referenced from initialisers
   auto visit_operand = [&](auto& self, const Operand& o, std::uint32_t fi,
                            bool call_target) -> void {
     if (o.sym.kind == SymbolRef::Kind::function && o.sym.index < nf) {
-      if (call_target)
+      if (call_target) {
         callees[fi].push_back(o.sym.index);
-      else
+      } else {
         address_taken[o.sym.index] = true;
+        refs[fi].push_back(o.sym.index);
+      }
     }
     if (o.sym.kind == SymbolRef::Kind::global && o.sym.index < ng) users[o.sym.index].push_back(fi);
     for (const auto& e : o.elems) self(self, e, fi, false);
@@ -631,6 +637,28 @@ void Emitter::layout_shared() {
     kernel_shared_used_[k] = at;
     largest = std::max(largest, at);
   }
+  // The functions a lazily compiled kernel's translation unit holds: what it calls, what it
+  // takes the address of, and for indirect calls every address-taken function.
+  emit_.assign(nf, opt_.only_function < 0);
+  if (opt_.only_function >= 0 && static_cast<std::size_t>(opt_.only_function) < nf) {
+    std::vector<std::uint32_t> stack{static_cast<std::uint32_t>(opt_.only_function)};
+    emit_[stack.back()] = true;
+    auto push = [&](std::uint32_t c) {
+      if (c < nf && !emit_[c]) {
+        emit_[c] = true;
+        stack.push_back(c);
+      }
+    };
+    while (!stack.empty()) {
+      const std::uint32_t f = stack.back();
+      stack.pop_back();
+      for (auto c : callees[f]) push(c);
+      for (auto c : refs[f]) push(c);
+      if (indirect_caller[f])
+        for (std::uint32_t c = 0; c < nf; ++c)
+          if (address_taken[c]) push(c);
+    }
+  }
   static_shared_ = round_up(largest, max_align);
   for (auto& o : global_shared_off_)
     if (o == ~std::uint64_t{0}) o = static_shared_;
@@ -705,6 +733,14 @@ void Emitter::analyse_reach() {
 
 void Emitter::emit_globals() {
   global_names_.resize(m_.globals.size());
+  if (opt_.external_globals) {
+    std::size_t slots = 0;
+    for (const auto& v : m_.globals) slots += in_module_storage(v) ? 1 : 0;
+    if (slots > 0)
+      o_ << "extern \"C\" { __attribute__((visibility(\"default\"), used)) char* "
+            "cudamux_ptx_globals["
+         << slots << "] = {}; }\n";
+  }
   std::ostringstream ctor;
   for (std::size_t g = 0; g < m_.globals.size(); ++g) {
     const auto& v = m_.globals[g];
@@ -722,6 +758,12 @@ void Emitter::emit_globals() {
       continue;
     }
     const bool exported = plain_ident(v.name) && v.space != Space::local;
+    if (opt_.external_globals && in_module_storage(v)) {
+      // Module storage (globals.hpp): the loader fills the table with the variables' addresses.
+      o_ << "// " << v.name << ": module storage, slot " << external_slots_ << "\n";
+      global_names_[g] = "cudamux_ptx_globals[" + std::to_string(external_slots_++) + "]";
+      continue;
+    }
     global_names_[g] = exported ? v.name : "cudamux_v_" + ident(v.name) + "_" + std::to_string(g);
     std::uint64_t size = var_size(v);
     // `[]` with an initializer: the initializer gives the size.
@@ -2288,7 +2330,7 @@ void Emitter::emit_registration() {
   std::vector<std::string> refs;
   for (std::size_t fi = 0; fi < m_.functions.size(); ++fi) {
     const auto& f = m_.functions[fi];
-    if (!f.is_entry || !f.has_body) continue;
+    if (!f.is_entry || !f.has_body || !emit_[fi]) continue;
     const std::string var = "cudamux_kernel_" + std::to_string(refs.size());
     long long threads = 0;
     if (f.maxntid[0] || f.reqntid[0]) {
@@ -2325,15 +2367,20 @@ EmitResult Emitter::run() {
   }
   layout_shared();
   analyse_reach();
+  res_.kernel_shared_used = kernel_shared_used_;
+  res_.emitted = emit_;
+  if (opt_.layout_only) return std::move(res_);
   fn_names_.resize(m_.functions.size());
   for (std::size_t fi = 0; fi < m_.functions.size(); ++fi) {
     const auto& f = m_.functions[fi];
     fn_names_[fi] = f.is_entry ? f.name : "cudamux_f_" + ident(f.name) + "_" + std::to_string(fi);
   }
-  for (std::size_t fi = 0; fi < m_.functions.size(); ++fi) emit_function_decl(fi);
+  for (std::size_t fi = 0; fi < m_.functions.size(); ++fi)
+    if (emit_[fi]) emit_function_decl(fi);
   emit_globals();
   for (std::size_t fi = 0; fi < m_.functions.size(); ++fi) {
     const auto& f = m_.functions[fi];
+    if (!emit_[fi]) continue;
     if (f.has_body)
       emit_function(fi);
     else if (!f.is_entry)

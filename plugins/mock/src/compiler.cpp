@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <regex>
@@ -655,6 +656,72 @@ bool disk_files_unchanged(const fs::path& stamps_file) {
   return stamp_files(files) == expected;
 }
 
+// A precompiled header of the prelude and ptx_ops.h for code translated from PTX (built once
+// per compiler, CPU, headers and flags, in <cache>/mock-pch/): a kernel compiled alone is
+// small, so parsing those headers was most of its compile time (docs/performance.md, "PTX
+// kernels compiled at first launch"). Returns the header to force-include, or "" when none
+// could be built (the plain prelude then; -Winvalid-pch keeps a stale one harmless).
+const std::string& cpu_identity();
+
+bool gold_available() {
+  static const bool yes = [] {
+    const char* env = std::getenv("PATH");
+    std::istringstream dirs(env != nullptr ? env : "/usr/bin:/bin");
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty() && ::access((fs::path(d) / "ld.gold").c_str(), X_OK) == 0) return true;
+    return false;
+  }();
+  return yes;
+}
+
+std::string ensure_pch(const std::string& compiler, const std::string& cache_dir,
+                       const DeviceFiles& files, const std::vector<std::string>& flags,
+                       spdlog::logger& log) {
+  static std::mutex mu;  // one build per process at a time; other processes: atomic rename
+  std::vector<std::string> cflags;
+  for (const auto& f : flags)
+    if (f != "-shared" && f.rfind("-Wl,", 0) != 0 && f.rfind("-fuse-ld=", 0) != 0)
+      cflags.push_back(f);
+  Hasher h;
+  h.add("cudamux-ptx-pch-v1");
+  h.add(compiler_identity(compiler));
+  h.add(cpu_identity());
+  h.add(prelude_identity(files.include_dir));
+  h.add(files.include_dir);
+  for (const auto& f : cflags) h.add(f);
+  const fs::path dir = fs::path(cache_dir) / "mock-pch" / h.digest().substr(0, 24);
+  const fs::path header = dir / "cudamux_ptx_pch.h";
+  const fs::path gch = dir / "cudamux_ptx_pch.h.gch";
+  std::lock_guard lock(mu);
+  std::error_code ec;
+  if (fs::is_regular_file(gch, ec) && fs::is_regular_file(header, ec)) return header.string();
+  fs::create_directories(dir, ec);
+  const std::string text = "#include \"cudamux/prelude.h\"\n#include \"cudamux/ptx_ops.h\"\n";
+  if (!fs::is_regular_file(header, ec)) store_in_cache(header, text, log);
+  std::random_device rd;
+  const std::string tmp =
+      gch.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  std::vector<std::string> argv = {compiler};
+  argv.insert(argv.end(), cflags.begin(), cflags.end());
+  argv.push_back("-I" + files.include_dir);
+  argv.push_back("-x");
+  argv.push_back("c++-header");
+  argv.push_back(header.string());
+  argv.push_back("-o");
+  argv.push_back(tmp);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Run run = run_process(argv);
+  if (run.exit_code != 0 || ::rename(tmp.c_str(), gch.c_str()) != 0) {
+    log.debug("mock compiler: no precompiled header for PTX code: {}", run.output.substr(0, 500));
+    fs::remove(tmp, ec);
+    return {};
+  }
+  log.debug(
+      "mock compiler: precompiled header for PTX code built in {:.0f} ms",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return header.string();
+}
+
 // ---- barrier analysis and loop fission -----------------------------------------------------
 
 // Identifiers through which a barrier or warp collective can be reached (deliberately broad).
@@ -1006,6 +1073,11 @@ CompilerSettings compiler_settings(const std::string& config_compiler,
   // Fissioned code runs its threads between barriers as loops, out of sight of the runtime:
   // memcheck needs every barrier to reach it (hazard hints).
   if (s.memcheck) s.fission = false;
+  if (const char* l = std::getenv("CUDAMUX_MOCK_PTX_LAZY"); l != nullptr && *l != '\0')
+    s.ptx_lazy = std::string_view(l) != "0";
+  if (s.memcheck) s.ptx_lazy = false;
+  if (const char* p = std::getenv("CUDAMUX_MOCK_PTX_PCH"); p != nullptr && *p != '\0')
+    s.ptx_pch = std::string_view(p) != "0";
   s.compiler = "g++";
   if (!config_compiler.empty()) s.compiler = config_compiler;
   if (const char* e = std::getenv("CUDAMUX_MOCK_CXX"); e != nullptr && *e != '\0') s.compiler = e;
@@ -1078,6 +1150,10 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
       "-D__CUDA_ARCH_LIST__=" + std::to_string(arch * 10),
       "-Wl,-Bsymbolic",
   };
+  // Code translated from PTX links with gold where installed: a kernel compiled alone is a
+  // small object, and GNU ld took ~170 ms of a ~350 ms compile to link it (gold ~60 ms;
+  // docs/performance.md, "PTX kernels compiled at first launch").
+  if (generated && gold_available()) flags.emplace_back("-fuse-ld=gold");
   if (settings_.memcheck) {
     // Every load and store calls a hook first (the prelude defines them, the device runtime
     // checks). Stack and globals need no redzones: the runtime knows those ranges.
@@ -1248,7 +1324,13 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   argv.push_back("-I" + given_dir.string());
   for (const auto& i : o.include_paths) argv.push_back("-I" + i);
   argv.push_back("-include");
-  argv.push_back((fs::path(files.include_dir) / "cudamux" / "prelude.h").string());
+  // Translated PTX: the prelude and ptx_ops.h precompiled (cached beside the modules).
+  std::string pch;
+  if (generated && !settings_.cache_dir.empty() && settings_.ptx_pch && o.pre_includes.empty())
+    pch = ensure_pch(settings_.compiler, settings_.cache_dir, files, flags, *log_);
+  argv.push_back(pch.empty() ? (fs::path(files.include_dir) / "cudamux" / "prelude.h").string()
+                             : pch);
+  if (!pch.empty()) argv.push_back("-Winvalid-pch");
   for (const auto& i : o.pre_includes) {
     // A given header of that name first (the compiler would look in the current directory).
     const bool is_given = std::any_of(request.headers.begin(), request.headers.end(),

@@ -47,6 +47,12 @@ struct CompilerSettings {
   std::string cache_dir;  // empty: caching off
   bool fission = true;    // [mock] fission; CUDAMUX_MOCK_FISSION=0/1 overrides
   bool memcheck = false;  // [mock] memcheck; CUDAMUX_MEMCHECK=0/1 overrides (issue 9)
+  // PTX modules compile per kernel at first launch; CUDAMUX_MOCK_PTX_LAZY=0: the whole module
+  // at load. Off under memcheck (it knows module variables from the loaded objects' segments).
+  bool ptx_lazy = true;
+  // Code translated from PTX is compiled with a precompiled header of the prelude and
+  // ptx_ops.h (built once into the cache folder); CUDAMUX_MOCK_PTX_PCH=0: without.
+  bool ptx_pch = true;
 };
 // [mock] compiler/cache_dir plus the environment (CUDAMUX_MOCK_CXX, CUDA_CACHE_DISABLE,
 // CUDA_CACHE_PATH, XDG_CACHE_HOME, HOME, CUDAMUX_MOCK_FISSION, CUDAMUX_MEMCHECK).
@@ -109,6 +115,19 @@ class MockFunction final : public be::Function {
   std::vector<be::ParamInfo> params_;
 };
 
+// A function whose code is compiled at its first launch (PTX modules, ptx_module.cpp): its
+// attributes and parameters come from the IR; materialize() compiles the kernel (or takes it
+// from the cache), loads it, and hands out the loaded function, once.
+class LazyFunction : public be::Function {
+ public:
+  virtual be::Status materialize(MockFunction*& out) = 0;
+};
+
+// The CU_FUNC_ATTRIBUTE_* answers of a kernel from its table entry (MockFunction and the
+// lazily compiled PTX kernels, which answer from the IR before any code exists).
+be::Status kernel_attribute(const cudamux_kernel_desc& desc, int arch, CUfunction_attribute attr,
+                            int& value);
+
 // cuLink* on the mock (DeviceContext::link): images of whole programs linked into one bundle
 // that load_module_image loads as one module: this line with the count and each image's
 // length, a newline, the images back to back, a NUL. (Relocatable device code is not linked
@@ -125,6 +144,9 @@ be::Status load_module_image(const void* image, spdlog::logger& log,
 // image (self-delimiting text); or straight into a loaded module.
 be::Status translate_ptx(const be::ModuleImage& image, MockCompiler& compiler, spdlog::logger& log,
                          std::vector<char>& native);
+// Lazily by default: parsed at load, each kernel translated and compiled at its first launch
+// (the eager whole-module translation under memcheck, with CUDAMUX_MOCK_PTX_LAZY=0, and for
+// modules whose variables hold function addresses).
 be::Status load_ptx_module(const be::ModuleImage& image, MockCompiler& compiler,
                            spdlog::logger& log, std::unique_ptr<be::Module>& out);
 

@@ -163,6 +163,12 @@ MockFunction::MockFunction(std::shared_ptr<LoadedObject> object, const cudamux_k
 }
 
 be::Status MockFunction::attribute(CUfunction_attribute attr, int& value) const {
+  return kernel_attribute(*desc_, object_->arch, attr, value);
+}
+
+be::Status kernel_attribute(const cudamux_kernel_desc& desc, int arch, CUfunction_attribute attr,
+                            int& value) {
+  const cudamux_kernel_desc* const desc_ = &desc;
   switch (attr) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       value = desc_->max_threads > 0 ? std::min(desc_->max_threads, 1024) : 1024;
@@ -188,7 +194,7 @@ be::Status MockFunction::attribute(CUfunction_attribute attr, int& value) const 
       return be::kOk;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-      value = object_->arch;
+      value = arch;
       return be::kOk;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
       value = 48 * 1024;

@@ -138,7 +138,12 @@ int BlockPool::run(const cudamux_launch& launch, unsigned shared_bytes, std::str
 be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::logger& log,
                           KernelLaunch& out) {
   auto* f = dynamic_cast<MockFunction*>(desc.function);
-  if (f == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+  if (f == nullptr) {
+    // A PTX kernel compiled at its first launch (ptx_module.cpp).
+    auto* lazy = dynamic_cast<LazyFunction*>(desc.function);
+    if (lazy == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
+    if (const auto st = lazy->materialize(f); !st.ok()) return st;
+  }
   const cudamux_kernel_desc& k = f->desc();
   const std::uint64_t threads = std::uint64_t{desc.block[0]} * desc.block[1] * desc.block[2];
   const std::uint64_t blocks = std::uint64_t{desc.grid[0]} * desc.grid[1] * desc.grid[2];

@@ -10,7 +10,7 @@ gen() {  # gen <name> <arch> [extra nvcc flags...]
   shift 2
   "$nvcc" -ptx -arch="$arch" "$@" "$name.cu" -o "$name.$arch.ptx"
 }
-for f in saxpy reduce warp atomics funcs locals globals tex cg packed virtual; do gen "$f" compute_75; done
+for f in saxpy reduce warp atomics funcs locals globals tex cg packed virtual lazy; do gen "$f" compute_75; done
 gen warp compute_80
 gen half compute_80
 gen async compute_80

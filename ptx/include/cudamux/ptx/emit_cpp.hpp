@@ -5,6 +5,7 @@
 // its line; they are also listed in `unsupported` so the loader can log them once.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,19 @@ struct EmitOptions {
   // Functions only, no kernel table: the inline PTX statements of an NVRTC program, compiled
   // into that program (which has its own table).
   bool library = false;
+  // Lazy compilation (the mock compiles each kernel at its first launch): only this function
+  // (a Module::functions index, a kernel) and the functions it reaches by calls or addresses;
+  // -1: every function. Shared-memory offsets stay the module's, so separately compiled
+  // kernels agree with each other.
+  std::int64_t only_function = -1;
+  // .global/.const variables live outside the translation unit (module storage on the host,
+  // shared by all the module's kernels, globals.hpp): the code reaches the k-th of them
+  // through the exported table `char* cudamux_ptx_globals[]`, which the loader fills before
+  // any kernel runs. Modules whose initialisers take function addresses need the eager form.
+  bool external_globals = false;
+  // Only the module-wide facts (shared layout, kernel_shared_used), no source: what a loader
+  // needs to answer kernel attributes without compiling.
+  bool layout_only = false;
 };
 
 struct EmitResult {
@@ -27,6 +41,10 @@ struct EmitResult {
   // Bytes of static .shared memory each block needs (module-wide layout); the window of a
   // block is [static shared][dynamic shared].
   std::uint64_t static_shared_bytes = 0;
+  // Per Module::functions entry: bytes of .shared a kernel reaches (0 for .func).
+  std::vector<std::uint64_t> kernel_shared_used;
+  // Per Module::functions entry: whether its translation is in `source` (only_function).
+  std::vector<bool> emitted;
 };
 
 EmitResult emit_cpp(const Module& m, const EmitOptions& options = {});
