@@ -8,6 +8,7 @@
 // like a barrier-free kernel (CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK).
 #include "emit_split.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "cudamux/ptx/cfg.hpp"
@@ -331,6 +332,58 @@ bool reads_tls_thread(const Function& f) {
   return false;
 }
 
+// Instructions whose result depends only on their operands (no memory but kernel parameters,
+// no carry, no per-thread hidden state).
+bool pure_op(const Instruction& in) {
+  if (in.cc || in.guarded || in.dest_pair) return false;
+  switch (in.op) {
+    case Opcode::add:
+    case Opcode::sub:
+    case Opcode::mul:
+    case Opcode::mad:
+    case Opcode::shl:
+    case Opcode::shr:
+    case Opcode::and_:
+    case Opcode::or_:
+    case Opcode::xor_:
+    case Opcode::not_:
+    case Opcode::neg:
+    case Opcode::mov:
+    case Opcode::cvt:
+    case Opcode::cvta:
+    case Opcode::setp:
+      return true;
+    case Opcode::ld:
+      return in.space == Space::param;  // a kernel's parameters are read-only
+    default:
+      return false;
+  }
+}
+
+// Sources a recomputed value may read: constants, launch geometry, addresses of variables
+// and parameters, and registers that are recomputed themselves.
+bool pure_source(const Function& f, const Operand& o, const std::vector<bool>& remat) {
+  switch (o.kind) {
+    case Operand::Kind::reg:
+      return o.reg < remat.size() && remat[o.reg];
+    case Operand::Kind::imm_int:
+    case Operand::Kind::imm_float:
+      return true;
+    case Operand::Kind::special:
+      return o.special == SpecialReg::tid || o.special == SpecialReg::ntid ||
+             o.special == SpecialReg::ctaid || o.special == SpecialReg::nctaid;
+    case Operand::Kind::symbol:
+      // Not a function's .local arrays: each thread has its own.
+      return o.sym.kind == SymbolRef::Kind::param || o.sym.kind == SymbolRef::Kind::global ||
+             (o.sym.kind == SymbolRef::Kind::local && o.sym.index < f.locals.size() &&
+              f.locals[o.sym.index].space == Space::shared);
+    case Operand::Kind::address:
+      return !o.base_is_reg && o.sym.kind == SymbolRef::Kind::param;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 std::string emit_split(const SplitKernel& k, const std::string& twin) {
@@ -344,7 +397,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   // registers live after each, which the thread keeps in its slot while it waits there.
   std::vector<std::uint32_t> stop_of(n_ins, 0);
   std::vector<std::size_t> stop_at(1, 0);  // stop number -> instruction index
-  std::vector<std::vector<std::uint32_t>> kept(1);
+  std::vector<std::vector<std::uint32_t>> kept(1), live_regs(1);
   std::vector<bool> slot(nregs, false);
   bool warp = false;
   std::vector<std::uint32_t> uses, defs;
@@ -374,7 +427,61 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
         regs.push_back(static_cast<std::uint32_t>(r));
         slot[r] = true;
       }
+    live_regs.push_back(regs);
     kept.push_back(std::move(regs));
+  }
+
+  // Registers recomputed at a resume point rather than kept: defined once, by an unguarded
+  // pure instruction from thread-independent or threadIdx-derived sources (addresses, indices,
+  // parameters). g++ hoists their uniform parts out of the thread loops and sees the
+  // thread-indexed addresses as affine, so the loops can vectorise.
+  std::vector<bool> remat(nregs, false);
+  std::vector<std::vector<std::uint32_t>> closure(nregs);  // defining instructions, in order
+  {
+    std::vector<std::uint32_t> ndefs(nregs, 0);
+    for (const auto& in : f.body) {
+      uses_and_defs(in, uses, defs);
+      for (auto d : defs)
+        if (d < nregs) ++ndefs[d];
+    }
+    for (std::size_t i = 0; i < n_ins; ++i) {
+      const auto& in = f.body[i];
+      if (!pure_op(in) || in.operands.empty() || in.operands[0].kind != Operand::Kind::reg)
+        continue;
+      const std::uint32_t d = in.operands[0].reg;
+      if (d >= nregs || ndefs[d] != 1 || f.registers[d].vec > 1) continue;
+      bool ok = true;
+      std::vector<std::uint32_t> c;
+      for (std::size_t x = 1; x < in.operands.size() && ok; ++x) {
+        ok = pure_source(f, in.operands[x], remat);
+        if (ok && in.operands[x].kind == Operand::Kind::reg)
+          c.insert(c.end(), closure[in.operands[x].reg].begin(), closure[in.operands[x].reg].end());
+      }
+      if (!ok) continue;
+      c.push_back(static_cast<std::uint32_t>(i));
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+      if (c.size() > 8) continue;  // keep the recomputation cheap
+      remat[d] = true;
+      closure[d] = std::move(c);
+    }
+    for (auto& regs : kept)
+      regs.erase(std::remove_if(regs.begin(), regs.end(), [&](auto r) { return remat[r]; }),
+                 regs.end());
+    std::fill(slot.begin(), slot.end(), false);
+    for (const auto& regs : kept)
+      for (auto r : regs) slot[r] = true;
+  }
+  // What stop b recomputes on resuming: the union of the closures of the registers live there.
+  std::vector<std::vector<std::uint32_t>> recompute(kept.size());
+  for (std::size_t b = 1; b < kept.size(); ++b) {
+    const auto& live_after = live_regs[b];
+    std::vector<std::uint32_t> c;
+    for (auto r : live_after)
+      if (remat[r]) c.insert(c.end(), closure[r].begin(), closure[r].end());
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    recompute[b] = std::move(c);
   }
 
   // Regions: the instructions a thread can run from a resume point (the start, or behind a
@@ -416,7 +523,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "  [[maybe_unused]] const uint3 blockDim = cudamux_bd;\n"
        "  [[maybe_unused]] const uint3 blockIdx = ::blockIdx;\n"
        "  [[maybe_unused]] const uint3 gridDim = ::gridDim;\n"
-       "  const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * cudamux_bd.z;\n";
+       "  const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * cudamux_bd.z;\n"
+       // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp);
+       // knowing it, g++ sees 32-bit thread-indexed offsets as affine (no wrap).
+       "  if (cudamux_n > 1024u) __builtin_unreachable();\n";
   // Per-thread state, structure of arrays (one array per kept register, [register][thread]):
   // the resume point, what the thread waits for (1: a warp point, 2: a CTA barrier), the
   // registers some stop keeps, the .local arrays, a warp point's deposit.
@@ -479,9 +589,26 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n";
 
   // One lambda per resume point: runs thread cudamux_t from there to its next stop or exit.
+  std::vector<std::uint32_t> single_end(kept.size(), 0);
   for (std::size_t b = 0; b < kept.size(); ++b) {
     const std::size_t start = b == 0 ? 0 : stop_at[b] + 1;
     const std::vector<bool> mark = region(start);
+    {
+      // Where a thread of this region can end: one stop and never an exit lets the uniform
+      // loop skip the per-thread resume points (they are all that stop).
+      std::uint32_t end = 0;
+      bool several = start >= n_ins || !k.labels_at[n_ins].empty() || mark[n_ins - 1];
+      for (std::size_t i = 0; i < n_ins && !several; ++i) {
+        if (!mark[i]) continue;
+        const auto op = f.body[i].op;
+        if (op == Opcode::ret || op == Opcode::exit || op == Opcode::trap) several = true;
+        if (const auto c = stop_of[i]) {
+          if (end != 0 && end != c) several = true;
+          end = c;
+        }
+      }
+      single_end[b] = several ? 0 : end;
+    }
     // Registers the region may write: a kept register restored at its entry and never written
     // still has its value in the slot, so its stops need not store it again.
     std::vector<bool> written(nregs, false);
@@ -530,6 +657,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
         else
           o << "    " << k.reg_names[r] << " = cudamux_k_" << k.reg_names[r] << "[cudamux_t];\n";
       }
+      for (auto i : recompute[b]) o << "    " << k.stmts[i] << "\n";
       const auto& in = f.body[stop_at[b]];
       if (is_cta_barrier(in)) {
         // bar.red's result is the reduction over the arrivals just released.
@@ -683,6 +811,37 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "      const bool cudamux_all = cudamux_live == cudamux_n;\n"
        "      switch (cudamux_upc) {\n";
   for (std::size_t b = 0; b < kept.size(); ++b) {
+    if (const auto c = single_end[b]) {
+      // Every thread ends at stop c: no resume point to store, the round's summary is known.
+      const std::string call = "{ u32 c_; cudamux_region_" + std::to_string(b);
+      o << "        case " << b << ":\n"
+        << "          if (cudamux_bd.y == 1 && cudamux_bd.z == 1) {\n"
+        << "            if (cudamux_all) {\n"
+        << "              for (unsigned t = 0; t < cudamux_n; ++t) " << call
+        << "(t, uint3{t, 0u, 0u}, c_); }\n"
+        << "            } else {\n"
+        << "              for (unsigned t = 0; t < cudamux_n; ++t)\n"
+        << "                if (cudamux_pc[t] != 0xffffffffu) " << call
+        << "(t, uint3{t, 0u, 0u}, c_); }\n"
+        << "            }\n"
+        << "          } else {\n"
+        << "            unsigned x = 0, y = 0, z = 0;\n"
+        << "            for (unsigned t = 0; t < cudamux_n; ++t) {\n"
+        << "              if (cudamux_all || cudamux_pc[t] != 0xffffffffu) " << call
+        << "(t, uint3{x, y, z}, c_); }\n"
+        << "              if (++x == cudamux_bd.x) {\n"
+        << "                x = 0;\n"
+        << "                if (++y == cudamux_bd.y) {\n"
+        << "                  y = 0;\n"
+        << "                  ++z;\n"
+        << "                }\n"
+        << "              }\n"
+        << "            }\n"
+        << "          }\n"
+        << "          cudamux_and = cudamux_or = " << c << "u;\n"
+        << "          break;\n";
+      continue;
+    }
     o << "        case " << b << ":\n"
       << "          if (cudamux_bd.y == 1 && cudamux_bd.z == 1) {\n"
       << "            for (unsigned t = 0; t < cudamux_n; ++t)\n"
