@@ -515,6 +515,12 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
 
   std::ostringstream o;
   if (warp) o << kWarpHelpers;
+  // Without -fnon-call-exceptions in the twin, g++ may if-convert and vectorise the region
+  // loops (a load that can throw cannot be made conditional). A fault still ends the launch:
+  // the signal handler's exception unwinds through the twin by its CFI, because the twin has
+  // nothing to clean up (no destructors, so no LSDA that would have to cover the faulting
+  // instruction); thread slots on the heap (large blocks) are then not freed.
+  o << "#pragma GCC push_options\n#pragma GCC optimize(\"no-non-call-exceptions\")\n";
   o << "static __attribute__((used)) void " << twin << "(" << k.params << ") {\n";
   o << k.prologue;
   // The launch's geometry as locals: the body reads them after stores through pointers, which
@@ -530,9 +536,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   // Per-thread state, structure of arrays (one array per kept register, [register][thread]):
   // the resume point, what the thread waits for (1: a warp point, 2: a CTA barrier), the
   // registers some stop keeps, the .local arrays, a warp point's deposit.
-  o << "  // Freed when the block ends, by return or by the unwinding of a trap.\n"
-       "  struct cudamux_mem {\n    void* p;\n    ~cudamux_mem() { free(p); }\n  };\n"
-       "  unsigned long cudamux_size = 0;\n"
+  o << "  unsigned long cudamux_size = 0;\n"
        "  const auto cudamux_take = [&](unsigned long bytes, unsigned long align) {\n"
        "    cudamux_size = (cudamux_size + align - 1) / align * align;\n"
        "    const unsigned long at = cudamux_size;\n"
@@ -561,11 +565,14 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
       o << "  const unsigned long cudamux_o_" << k.local_names[l] << " = cudamux_take(" << stride
         << "ul * cudamux_n, " << std::max<std::uint64_t>(a, 64) << ");\n";
     }
-  o << "  cudamux_mem cudamux_m{malloc(cudamux_size + 64)};\n"
-       "  if (!cudamux_m.p) { ::cudamux::ptx::trap(\"out of memory for the block's thread "
+  // Small states (the usual case) live on the worker's stack; large ones on the heap.
+  o << "  const bool cudamux_heap = cudamux_size > 65536ul;\n"
+       "  void* const cudamux_mem = cudamux_heap ? malloc(cudamux_size + 64) : "
+       "__builtin_alloca_with_align(cudamux_size + 64, 512);\n"
+       "  if (!cudamux_mem) { ::cudamux::ptx::trap(\"out of memory for the block's thread "
        "slots\"); return; }\n"
        "  char* const cudamux_base = reinterpret_cast<char*>((reinterpret_cast<unsigned long>("
-       "cudamux_m.p) + 63) / 64 * 64);\n"
+       "cudamux_mem) + 63) / 64 * 64);\n"
        "  u32* const cudamux_pc = reinterpret_cast<u32*>(cudamux_base + cudamux_o_pc);\n"
        "  u32* const cudamux_wait = reinterpret_cast<u32*>(cudamux_base + cudamux_o_wait);\n";
   if (warp)
@@ -576,10 +583,8 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
       o << "  cudamux_t_" << k.reg_names[r] << "* const cudamux_k_" << k.reg_names[r]
         << " = reinterpret_cast<cudamux_t_" << k.reg_names[r] << "*>(cudamux_base + cudamux_o_"
         << k.reg_names[r] << ");\n";
-  o << "  for (unsigned t = 0; t < cudamux_n; ++t) {\n"
-       "    cudamux_pc[t] = 0;\n"
-       "    cudamux_wait[t] = 0;\n"
-       "  }\n"
+  o << "  __builtin_memset(cudamux_pc, 0, 4ul * cudamux_n);\n"
+       "  __builtin_memset(cudamux_wait, 0, 4ul * cudamux_n);\n"
        "  unsigned cudamux_live = cudamux_n;\n"
        "  // Stops reached in a round: all equal exactly when their AND equals their OR.\n"
        "  u32 cudamux_and = 0xffffffffu, cudamux_or = 0;\n"
@@ -927,7 +932,9 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "    cudamux_acc_and = true;\n"
        "    cudamux_acc_or = false;\n"
        "  }\n"
-       "}\n";
+       "  if (cudamux_heap) free(cudamux_mem);\n"
+       "}\n"
+       "#pragma GCC pop_options\n";
   return o.str();
 }
 
