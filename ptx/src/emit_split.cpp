@@ -532,7 +532,8 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "  const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * cudamux_bd.z;\n"
        // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp);
        // knowing it, g++ sees 32-bit thread-indexed offsets as affine (no wrap).
-       "  if (cudamux_n > 1024u) __builtin_unreachable();\n";
+       "  if (cudamux_n > 1024u || cudamux_bd.x > 1024u || cudamux_bd.y > 1024u || cudamux_bd.z > "
+       "1024u)\n    __builtin_unreachable();\n";
   // Per-thread state, structure of arrays (one array per kept register, [register][thread]):
   // the resume point, what the thread waits for (1: a warp point, 2: a CTA barrier), the
   // registers some stop keeps, the .local arrays, a warp point's deposit.
@@ -816,59 +817,33 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "      const bool cudamux_all = cudamux_live == cudamux_n;\n"
        "      switch (cudamux_upc) {\n";
   for (std::size_t b = 0; b < kept.size(); ++b) {
+    // Threads in linear order as nested loops: the innermost one, over threadIdx.x, is the
+    // one g++ vectorises.
+    const auto loops = [](const std::string& body) {
+      return "            for (unsigned z = 0; z < cudamux_bd.z; ++z)\n"
+             "              for (unsigned y = 0; y < cudamux_bd.y; ++y) {\n"
+             "                const unsigned tb = (z * cudamux_bd.y + y) * cudamux_bd.x;\n"
+             "                for (unsigned x = 0; x < cudamux_bd.x; ++x) {\n"
+             "                  const unsigned t = tb + x;\n"
+             "                  " +
+             body +
+             "\n"
+             "                }\n"
+             "              }\n";
+    };
+    std::string run;
     if (const auto c = single_end[b]) {
       // Every thread ends at stop c: no resume point to store, the round's summary is known.
-      const std::string call = "{ u32 c_; cudamux_region_" + std::to_string(b);
-      o << "        case " << b << ":\n"
-        << "          if (cudamux_bd.y == 1 && cudamux_bd.z == 1) {\n"
-        << "            if (cudamux_all) {\n"
-        << "              for (unsigned t = 0; t < cudamux_n; ++t) " << call
-        << "(t, uint3{t, 0u, 0u}, c_); }\n"
-        << "            } else {\n"
-        << "              for (unsigned t = 0; t < cudamux_n; ++t)\n"
-        << "                if (cudamux_pc[t] != 0xffffffffu) " << call
-        << "(t, uint3{t, 0u, 0u}, c_); }\n"
-        << "            }\n"
-        << "          } else {\n"
-        << "            unsigned x = 0, y = 0, z = 0;\n"
-        << "            for (unsigned t = 0; t < cudamux_n; ++t) {\n"
-        << "              if (cudamux_all || cudamux_pc[t] != 0xffffffffu) " << call
-        << "(t, uint3{x, y, z}, c_); }\n"
-        << "              if (++x == cudamux_bd.x) {\n"
-        << "                x = 0;\n"
-        << "                if (++y == cudamux_bd.y) {\n"
-        << "                  y = 0;\n"
-        << "                  ++z;\n"
-        << "                }\n"
-        << "              }\n"
-        << "            }\n"
-        << "          }\n"
-        << "          cudamux_and = cudamux_or = " << c << "u;\n"
-        << "          break;\n";
-      continue;
+      run = "{ u32 c_; cudamux_region_" + std::to_string(b) + "(t, uint3{x, y, z}, c_); }";
+    } else {
+      run = done("cudamux_region_" + std::to_string(b) + "(t, uint3{x, y, z})");
     }
     o << "        case " << b << ":\n"
-      << "          if (cudamux_bd.y == 1 && cudamux_bd.z == 1) {\n"
-      << "            for (unsigned t = 0; t < cudamux_n; ++t)\n"
-      << "              if (cudamux_all || cudamux_pc[t] != 0xffffffffu)\n"
-      << "                " << done("cudamux_region_" + std::to_string(b) + "(t, uint3{t, 0u, 0u})")
-      << "\n"
-      << "          } else {\n"
-      << "            unsigned x = 0, y = 0, z = 0;\n"
-      << "            for (unsigned t = 0; t < cudamux_n; ++t) {\n"
-      << "              if (cudamux_all || cudamux_pc[t] != 0xffffffffu)\n"
-      << "                " << done("cudamux_region_" + std::to_string(b) + "(t, uint3{x, y, z})")
-      << "\n"
-      << "              if (++x == cudamux_bd.x) {\n"
-      << "                x = 0;\n"
-      << "                if (++y == cudamux_bd.y) {\n"
-      << "                  y = 0;\n"
-      << "                  ++z;\n"
-      << "                }\n"
-      << "              }\n"
-      << "            }\n"
-      << "          }\n"
-      << "          break;\n";
+      << "          if (cudamux_all) {\n"
+      << loops(run) << "          } else {\n"
+      << loops("if (cudamux_pc[t] != 0xffffffffu) " + run) << "          }\n";
+    if (const auto c = single_end[b]) o << "          cudamux_and = cudamux_or = " << c << "u;\n";
+    o << "          break;\n";
   }
   o << "        default:\n"
        "          __builtin_unreachable();\n"
