@@ -805,16 +805,18 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
            "cudamux_and "
            "&= c_; cudamux_or |= c_; } }";
   };
-  // Rounds. When every live thread resumes at the same point (the usual case: uniform
-  // barriers), the round is that region's loop over the threads, without dispatch.
+  // Rounds. When no thread has exited and all resume at the same point (the usual case:
+  // uniform barriers), the round is that region's loop over the threads, without dispatch or
+  // checks. Otherwise (blocks where some threads returned early, divergent barriers) each
+  // thread runs its region out of line, from its stored resume point: every round that
+  // leads there stored them (a thread exits only from a region with several ends).
   o << "  bool cudamux_uniform = true;\n"
        "  u32 cudamux_upc = 0;\n"
        "  while (cudamux_live != 0) {\n"
        "    cudamux_and = 0xffffffffu;\n"
        "    cudamux_or = 0;\n"
        "    bool cudamux_full = true;  // every live thread ran in this round\n"
-       "    if (cudamux_uniform) {\n"
-       "      const bool cudamux_all = cudamux_live == cudamux_n;\n"
+       "    if (cudamux_uniform && cudamux_live == cudamux_n) {\n"
        "      switch (cudamux_upc) {\n";
   for (std::size_t b = 0; b < kept.size(); ++b) {
     // Threads in linear order as nested loops: the innermost one, over threadIdx.x, is the
@@ -838,10 +840,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
     } else {
       run = done("cudamux_region_" + std::to_string(b) + "(t, uint3{x, y, z})");
     }
-    o << "        case " << b << ":\n"
-      << "          if (cudamux_all) {\n"
-      << loops(run) << "          } else {\n"
-      << loops("if (cudamux_pc[t] != 0xffffffffu) " + run) << "          }\n";
+    o << "        case " << b << ":\n" << loops(run);
     if (const auto c = single_end[b]) o << "          cudamux_and = cudamux_or = " << c << "u;\n";
     o << "          break;\n";
   }
