@@ -8,6 +8,7 @@
 // like a barrier-free kernel (CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK).
 #include "emit_split.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "cudamux/ptx/cfg.hpp"
@@ -338,24 +339,107 @@ bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reache
   return barrier;
 }
 
+namespace {
+
+// Whether the kernel body (not the device functions it calls, which read the TLS themselves)
+// can see threadIdx only through the twin's local copy: calls and the lane/warp special
+// registers read the thread-local threadIdx, so those kernels store it for every thread.
+bool reads_tls_thread(const Function& f) {
+  for (const auto& in : f.body) {
+    if (in.op == Opcode::call || in.op == Opcode::trap) return true;
+    for (const auto& o : in.operands) {
+      if (o.kind != Operand::Kind::special) continue;
+      switch (o.special) {
+        case SpecialReg::tid:
+        case SpecialReg::ntid:
+        case SpecialReg::ctaid:
+        case SpecialReg::nctaid:
+        case SpecialReg::clusterid:
+        case SpecialReg::nclusterid:
+          break;
+        default:
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Instructions whose result depends only on their operands (no memory but kernel parameters,
+// no carry, no per-thread hidden state).
+bool pure_op(const Instruction& in) {
+  if (in.cc || in.guarded || in.dest_pair) return false;
+  switch (in.op) {
+    case Opcode::add:
+    case Opcode::sub:
+    case Opcode::mul:
+    case Opcode::mad:
+    case Opcode::shl:
+    case Opcode::shr:
+    case Opcode::and_:
+    case Opcode::or_:
+    case Opcode::xor_:
+    case Opcode::not_:
+    case Opcode::neg:
+    case Opcode::mov:
+    case Opcode::cvt:
+    case Opcode::cvta:
+    case Opcode::setp:
+      return true;
+    case Opcode::ld:
+      return in.space == Space::param;  // a kernel's parameters are read-only
+    default:
+      return false;
+  }
+}
+
+// Sources a recomputed value may read: constants, launch geometry, addresses of variables
+// and parameters, and registers that are recomputed themselves.
+bool pure_source(const Function& f, const Operand& o, const std::vector<bool>& remat) {
+  switch (o.kind) {
+    case Operand::Kind::reg:
+      return o.reg < remat.size() && remat[o.reg];
+    case Operand::Kind::imm_int:
+    case Operand::Kind::imm_float:
+      return true;
+    case Operand::Kind::special:
+      return o.special == SpecialReg::tid || o.special == SpecialReg::ntid ||
+             o.special == SpecialReg::ctaid || o.special == SpecialReg::nctaid;
+    case Operand::Kind::symbol:
+      // Not a function's .local arrays: each thread has its own.
+      return o.sym.kind == SymbolRef::Kind::param || o.sym.kind == SymbolRef::Kind::global ||
+             (o.sym.kind == SymbolRef::Kind::local && o.sym.index < f.locals.size() &&
+              f.locals[o.sym.index].space == Space::shared);
+    case Operand::Kind::address:
+      return !o.base_is_reg && o.sym.kind == SymbolRef::Kind::param;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 std::string emit_split(const SplitKernel& k, const std::string& twin) {
   const Function& f = *k.f;
   const Cfg cfg = build_cfg(f);
   const Liveness live = compute_liveness(f, cfg);
   const std::size_t nregs = f.registers.size();
+  const std::size_t n_ins = f.body.size();
 
   // Stops (CTA barriers and warp points), numbered from 1 (0: the kernel's start), and the
   // registers live after each, which the thread keeps in its slot while it waits there.
-  std::vector<std::uint32_t> stop_of(f.body.size(), 0);
-  std::vector<std::vector<std::uint32_t>> kept(1);
+  std::vector<std::uint32_t> stop_of(n_ins, 0);
+  std::vector<std::size_t> stop_at(1, 0);  // stop number -> instruction index
+  std::vector<std::vector<std::uint32_t>> kept(1), live_regs(1);
   std::vector<bool> slot(nregs, false);
   bool warp = false;
   std::vector<std::uint32_t> uses, defs;
-  for (std::size_t i = 0; i < f.body.size(); ++i) {
+  for (std::size_t i = 0; i < n_ins; ++i) {
     const bool w = is_warp_point(f.body[i]);
     if (!is_cta_barrier(f.body[i]) && !w) continue;
     warp = warp || w;
     stop_of[i] = static_cast<std::uint32_t>(kept.size());
+    stop_at.push_back(i);
     const std::uint32_t b = i < cfg.block_of.size() ? cfg.block_of[i] : UINT32_MAX;
     std::vector<bool> after(nregs, true);  // unknown block: keep everything
     if (b < cfg.blocks.size() && cfg.blocks[b].end > i) {
@@ -376,214 +460,463 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
         regs.push_back(static_cast<std::uint32_t>(r));
         slot[r] = true;
       }
+    live_regs.push_back(regs);
     kept.push_back(std::move(regs));
   }
 
+  // Registers recomputed at a resume point rather than kept: defined once, by an unguarded
+  // pure instruction from thread-independent or threadIdx-derived sources (addresses, indices,
+  // parameters). g++ hoists their uniform parts out of the thread loops and sees the
+  // thread-indexed addresses as affine, so the loops can vectorise.
+  std::vector<bool> remat(nregs, false);
+  std::vector<std::vector<std::uint32_t>> closure(nregs);  // defining instructions, in order
+  {
+    std::vector<std::uint32_t> ndefs(nregs, 0);
+    for (const auto& in : f.body) {
+      uses_and_defs(in, uses, defs);
+      for (auto d : defs)
+        if (d < nregs) ++ndefs[d];
+    }
+    for (std::size_t i = 0; i < n_ins; ++i) {
+      const auto& in = f.body[i];
+      if (!pure_op(in) || in.operands.empty() || in.operands[0].kind != Operand::Kind::reg)
+        continue;
+      const std::uint32_t d = in.operands[0].reg;
+      if (d >= nregs || ndefs[d] != 1 || f.registers[d].vec > 1) continue;
+      bool ok = true;
+      std::vector<std::uint32_t> c;
+      for (std::size_t x = 1; x < in.operands.size() && ok; ++x) {
+        ok = pure_source(f, in.operands[x], remat);
+        if (ok && in.operands[x].kind == Operand::Kind::reg)
+          c.insert(c.end(), closure[in.operands[x].reg].begin(), closure[in.operands[x].reg].end());
+      }
+      if (!ok) continue;
+      c.push_back(static_cast<std::uint32_t>(i));
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+      if (c.size() > 8) continue;  // keep the recomputation cheap
+      remat[d] = true;
+      closure[d] = std::move(c);
+    }
+    for (auto& regs : kept)
+      regs.erase(std::remove_if(regs.begin(), regs.end(), [&](auto r) { return remat[r]; }),
+                 regs.end());
+    std::fill(slot.begin(), slot.end(), false);
+    for (const auto& regs : kept)
+      for (auto r : regs) slot[r] = true;
+  }
+  // What stop b recomputes on resuming: the union of the closures of the registers live there.
+  std::vector<std::vector<std::uint32_t>> recompute(kept.size());
+  for (std::size_t b = 1; b < kept.size(); ++b) {
+    const auto& live_after = live_regs[b];
+    std::vector<std::uint32_t> c;
+    for (auto r : live_after)
+      if (remat[r]) c.insert(c.end(), closure[r].begin(), closure[r].end());
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    recompute[b] = std::move(c);
+  }
+
+  // Regions: the instructions a thread can run from a resume point (the start, or behind a
+  // stop) to its next stop or exit, found on the CFG. Each becomes its own thread loop.
+  const auto region = [&](std::size_t start) {
+    std::vector<bool> mark(n_ins, false);
+    if (start >= n_ins) return mark;
+    std::vector<bool> entered(cfg.blocks.size(), false);
+    std::vector<std::pair<std::uint32_t, std::size_t>> work{{cfg.block_of[start], start}};
+    while (!work.empty()) {
+      const auto [b, from] = work.back();
+      work.pop_back();
+      bool stopped = false;
+      for (std::size_t i = from; i < cfg.blocks[b].end; ++i) {
+        mark[i] = true;
+        if (stop_of[i] != 0) {
+          stopped = true;
+          break;
+        }
+      }
+      if (stopped) continue;
+      for (auto s : cfg.blocks[b].succs)
+        if (!entered[s]) {
+          entered[s] = true;
+          work.emplace_back(s, cfg.blocks[s].first);
+        }
+    }
+    return mark;
+  };
+  const bool tls = reads_tls_thread(f);
+
   std::ostringstream o;
   if (warp) o << kWarpHelpers;
+  // Without -fnon-call-exceptions in the twin, g++ may if-convert and vectorise the region
+  // loops (a load that can throw cannot be made conditional). A fault still ends the launch:
+  // the signal handler's exception unwinds through the twin by its CFI, because the twin has
+  // nothing to clean up (no destructors, so no LSDA that would have to cover the faulting
+  // instruction); thread slots on the heap (large blocks) are then not freed.
+  o << "#pragma GCC push_options\n#pragma GCC optimize(\"no-non-call-exceptions\")\n";
   o << "static __attribute__((used)) void " << twin << "(" << k.params << ") {\n";
   o << k.prologue;
-  // Per-thread slots: the resume point, what the thread waits for (1: a warp point, 2: a CTA
-  // barrier), the registers some stop keeps, the .local arrays, a warp point's deposit.
-  o << "  struct cudamux_slot {\n    u32 pc;\n    u32 wait;\n";
-  if (warp) o << "    ::cudamux_split::W w;\n";
+  // The launch's geometry as locals: the body reads them after stores through pointers, which
+  // could alias thread-local variables, so TLS reads would be repeated for every thread.
+  o << "  const uint3 cudamux_bd = ::blockDim;\n"
+       "  [[maybe_unused]] const uint3 blockDim = cudamux_bd;\n"
+       "  [[maybe_unused]] const uint3 blockIdx = ::blockIdx;\n"
+       "  [[maybe_unused]] const uint3 gridDim = ::gridDim;\n"
+       "  const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * cudamux_bd.z;\n"
+       // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp);
+       // knowing it, g++ sees 32-bit thread-indexed offsets as affine (no wrap).
+       "  if (cudamux_n > 1024u || cudamux_bd.x > 1024u || cudamux_bd.y > 1024u || cudamux_bd.z > "
+       "1024u)\n    __builtin_unreachable();\n";
+  // Per-thread state, structure of arrays (one array per kept register, [register][thread]):
+  // the resume point, what the thread waits for (1: a warp point, 2: a CTA barrier), the
+  // registers some stop keeps, the .local arrays, a warp point's deposit.
+  o << "  unsigned long cudamux_size = 0;\n"
+       "  const auto cudamux_take = [&](unsigned long bytes, unsigned long align) {\n"
+       "    cudamux_size = (cudamux_size + align - 1) / align * align;\n"
+       "    const unsigned long at = cudamux_size;\n"
+       "    cudamux_size += bytes;\n"
+       "    return at;\n"
+       "  };\n"
+       "  const unsigned long cudamux_o_pc = cudamux_take(4ul * cudamux_n, 64);\n"
+       "  const unsigned long cudamux_o_wait = cudamux_take(4ul * cudamux_n, 64);\n";
+  if (warp)
+    o << "  const unsigned long cudamux_o_w = cudamux_take(sizeof(::cudamux_split::W) * "
+         "cudamux_n, 64);\n";
   for (std::size_t r = 0; r < nregs; ++r)
     if (slot[r]) {
-      o << "    " << k.reg_storage[r] << " " << k.reg_names[r];
-      if (f.registers[r].vec > 1) o << "[" << unsigned(f.registers[r].vec) << "]";
-      o << ";\n";
+      std::string ty = k.reg_storage[r];
+      if (f.registers[r].vec > 1) ty += "[" + std::to_string(unsigned(f.registers[r].vec)) + "]";
+      o << "  using cudamux_t_" << k.reg_names[r] << " = " << ty << ";\n";
+      o << "  const unsigned long cudamux_o_" << k.reg_names[r]
+        << " = cudamux_take(sizeof(cudamux_t_" << k.reg_names[r] << ") * cudamux_n, 64);\n";
     }
+  std::vector<std::size_t> thread_locals;
   for (std::size_t l = 0; l < f.locals.size(); ++l)
-    if (f.locals[l].space != Space::shared && f.locals[l].space != Space::param)
-      o << "    alignas(" << k.local_align[l] << ") unsigned char " << k.local_names[l] << "["
-        << k.local_size[l] << "];\n";
-  o << "  };\n";
-  o << "  const uint3 cudamux_bd = blockDim;\n"
-       "  const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * cudamux_bd.z;\n"
-       "  // Freed when the block ends, by return or by the unwinding of a trap.\n"
-       "  struct cudamux_mem {\n    void* p;\n    ~cudamux_mem() { free(p); }\n"
-       "  } cudamux_m{malloc(sizeof(cudamux_slot) * (cudamux_n ? cudamux_n : 1))};\n"
-       "  if (!cudamux_m.p) { ::cudamux::ptx::trap(\"out of memory for the block's thread "
+    if (f.locals[l].space != Space::shared && f.locals[l].space != Space::param) {
+      thread_locals.push_back(l);
+      const std::uint64_t a = std::max<std::uint64_t>(k.local_align[l], 1);
+      const std::uint64_t stride = (k.local_size[l] + a - 1) / a * a;
+      o << "  const unsigned long cudamux_o_" << k.local_names[l] << " = cudamux_take(" << stride
+        << "ul * cudamux_n, " << std::max<std::uint64_t>(a, 64) << ");\n";
+    }
+  // Small states (the usual case) live on the worker's stack; large ones on the heap.
+  o << "  const bool cudamux_heap = cudamux_size > 65536ul;\n"
+       "  void* const cudamux_mem = cudamux_heap ? malloc(cudamux_size + 64) : "
+       "__builtin_alloca_with_align(cudamux_size + 64, 512);\n"
+       "  if (!cudamux_mem) { ::cudamux::ptx::trap(\"out of memory for the block's thread "
        "slots\"); return; }\n"
-       "  cudamux_slot* const cudamux_st = static_cast<cudamux_slot*>(cudamux_m.p);\n"
-       "  for (unsigned t = 0; t < cudamux_n; ++t) {\n"
-       "    cudamux_st[t].pc = 0;\n"
-       "    cudamux_st[t].wait = 0;\n"
-       "  }\n"
+       "  char* const cudamux_base = reinterpret_cast<char*>((reinterpret_cast<unsigned long>("
+       "cudamux_mem) + 63) / 64 * 64);\n"
+       "  u32* const cudamux_pc = reinterpret_cast<u32*>(cudamux_base + cudamux_o_pc);\n"
+       "  u32* const cudamux_wait = reinterpret_cast<u32*>(cudamux_base + cudamux_o_wait);\n";
+  if (warp)
+    o << "  ::cudamux_split::W* const cudamux_wd = "
+         "reinterpret_cast<::cudamux_split::W*>(cudamux_base + cudamux_o_w);\n";
+  for (std::size_t r = 0; r < nregs; ++r)
+    if (slot[r])
+      o << "  cudamux_t_" << k.reg_names[r] << "* const cudamux_k_" << k.reg_names[r]
+        << " = reinterpret_cast<cudamux_t_" << k.reg_names[r] << "*>(cudamux_base + cudamux_o_"
+        << k.reg_names[r] << ");\n";
+  o << "  __builtin_memset(cudamux_pc, 0, 4ul * cudamux_n);\n"
+       "  __builtin_memset(cudamux_wait, 0, 4ul * cudamux_n);\n"
        "  unsigned cudamux_live = cudamux_n;\n"
+       "  // Stops reached in a round: all equal exactly when their AND equals their OR.\n"
+       "  u32 cudamux_and = 0xffffffffu, cudamux_or = 0;\n"
        "  // bar.red: arrivals add their predicates; the threads released read the totals.\n"
        "  [[maybe_unused]] u32 cudamux_red_popc = 0, cudamux_acc_popc = 0;\n"
        "  [[maybe_unused]] bool cudamux_red_and = true, cudamux_red_or = false;\n"
-       "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n"
-       "  while (cudamux_live != 0) {\n"
-       "    unsigned cudamux_x = 0, cudamux_y = 0, cudamux_z = 0;\n"
-       "    for (unsigned cudamux_t = 0; cudamux_t < cudamux_n; ++cudamux_t) {\n"
-       "      cudamux_slot& cudamux_s = cudamux_st[cudamux_t];\n"
-       "      if (cudamux_s.pc == 0xffffffffu || cudamux_s.wait != 0) goto cudamux_next;\n"
-       "      threadIdx = uint3{cudamux_x, cudamux_y, cudamux_z};\n"
-       "      CUDAMUX_THREAD_STORED();\n"
-       "      {\n";
-  if (k.uses_carry) o << "      bool cudamux_carry = false;\n";
-  for (std::size_t r = 0; r < nregs; ++r) {
-    o << "      " << k.reg_storage[r] << " " << k.reg_names[r];
-    if (f.registers[r].vec > 1) o << "[" << unsigned(f.registers[r].vec) << "]";
-    o << "{};\n";
-  }
-  for (std::size_t l = 0; l < f.locals.size(); ++l) {
-    const auto& v = f.locals[l];
-    if (v.space == Space::shared) continue;
-    if (v.space == Space::param)  // call sequences: never live across a stop
-      o << "      alignas(" << k.local_align[l] << ") unsigned char " << k.local_names[l] << "["
-        << k.local_size[l] << "];\n";
-    else
-      o << "      auto& " << k.local_names[l] << " = cudamux_s." << k.local_names[l] << ";\n";
-  }
-  // Resume: restore what the stop kept, write its results, continue after it.
-  o << "      switch (cudamux_s.pc) {\n        case 0:\n          break;\n";
-  for (std::size_t b = 1; b < kept.size(); ++b) {
-    o << "        case " << b << ":\n";
-    for (auto r : kept[b])
-      o << "          __builtin_memcpy(&" << k.reg_names[r] << ", &cudamux_s." << k.reg_names[r]
-        << ", sizeof " << k.reg_names[r] << ");\n";
-    for (std::size_t i = 0; i < f.body.size(); ++i) {
-      if (stop_of[i] != b) continue;
-      const auto& in = f.body[i];
+       "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n";
+
+  // One lambda per resume point: runs thread cudamux_t from there to its next stop or exit.
+  std::vector<std::uint32_t> single_end(kept.size(), 0);
+  for (std::size_t b = 0; b < kept.size(); ++b) {
+    const std::size_t start = b == 0 ? 0 : stop_at[b] + 1;
+    const std::vector<bool> mark = region(start);
+    {
+      // Where a thread of this region can end: one stop and never an exit lets the uniform
+      // loop skip the per-thread resume points (they are all that stop).
+      std::uint32_t end = 0;
+      bool several = start >= n_ins || !k.labels_at[n_ins].empty() || mark[n_ins - 1];
+      for (std::size_t i = 0; i < n_ins && !several; ++i) {
+        if (!mark[i]) continue;
+        const auto op = f.body[i].op;
+        if (op == Opcode::ret || op == Opcode::exit || op == Opcode::trap) several = true;
+        if (const auto c = stop_of[i]) {
+          if (end != 0 && end != c) several = true;
+          end = c;
+        }
+      }
+      single_end[b] = several ? 0 : end;
+    }
+    // Registers the region may write: a kept register restored at its entry and never written
+    // still has its value in the slot, so its stops need not store it again.
+    std::vector<bool> written(nregs, false);
+    for (std::size_t i = 0; i < n_ins; ++i) {
+      // The stop it resumes from writes its results (shfl, vote, bar.red) at the entry.
+      if (!mark[i] && !(b != 0 && i == stop_at[b])) continue;
+      uses_and_defs(f.body[i], uses, defs);
+      for (auto d : defs)
+        if (d < nregs) written[d] = true;
+    }
+    std::vector<bool> restored(nregs, false);
+    for (auto r : kept[b]) restored[r] = true;
+    o << "  const auto cudamux_region_" << b
+      << " = [=, &cudamux_red_popc, &cudamux_red_and, &cudamux_red_or, &cudamux_acc_popc, "
+         "&cudamux_acc_and, &cudamux_acc_or](const unsigned cudamux_t, const uint3 cudamux_tid, "
+         "u32& cudamux_c) __attribute__((always_inline)) {\n";
+    if (tls) o << "    ::threadIdx = cudamux_tid;\n    CUDAMUX_THREAD_STORED();\n";
+    o << "    [[maybe_unused]] const uint3 threadIdx = cudamux_tid;\n";
+    if (k.uses_carry) o << "    [[maybe_unused]] bool cudamux_carry = false;\n";
+    for (std::size_t r = 0; r < nregs; ++r) {
+      o << "    [[maybe_unused]] " << k.reg_storage[r] << " " << k.reg_names[r];
+      if (f.registers[r].vec > 1) o << "[" << unsigned(f.registers[r].vec) << "]";
+      o << "{};\n";
+    }
+    for (std::size_t l = 0; l < f.locals.size(); ++l) {
+      const auto& v = f.locals[l];
+      if (v.space == Space::shared) continue;
+      if (v.space == Space::param) {  // call sequences: never live across a stop
+        o << "    alignas(" << k.local_align[l] << ") unsigned char " << k.local_names[l] << "["
+          << k.local_size[l] << "];\n";
+      } else {
+        const std::uint64_t a = std::max<std::uint64_t>(k.local_align[l], 1);
+        const std::uint64_t stride = (k.local_size[l] + a - 1) / a * a;
+        o << "    [[maybe_unused]] auto& " << k.local_names[l]
+          << " = *reinterpret_cast<unsigned char(*)[" << k.local_size[l]
+          << "]>(cudamux_base + cudamux_o_" << k.local_names[l] << " + " << stride
+          << "ul * cudamux_t);\n";
+      }
+    }
+    if (b != 0) {
+      // Resume: restore what the stop kept, write its results.
+      for (auto r : kept[b]) {
+        if (f.registers[r].vec > 1)
+          o << "    __builtin_memcpy(&" << k.reg_names[r] << ", &cudamux_k_" << k.reg_names[r]
+            << "[cudamux_t], sizeof " << k.reg_names[r] << ");\n";
+        else
+          o << "    " << k.reg_names[r] << " = cudamux_k_" << k.reg_names[r] << "[cudamux_t];\n";
+      }
+      for (auto i : recompute[b]) o << "    " << k.stmts[i] << "\n";
+      const auto& in = f.body[stop_at[b]];
       if (is_cta_barrier(in)) {
         // bar.red's result is the reduction over the arrivals just released.
-        if (!is_reduction(in)) continue;
-        if (in.boolop == BoolOp::popc)
-          o << "          " << k.wr(in.operands[0], Type::u32, "cudamux_red_popc") << "\n";
-        else
-          o << "          "
-            << k.wr(in.operands[0], Type::pred,
-                    in.boolop == BoolOp::and_ ? "cudamux_red_and" : "cudamux_red_or")
-            << "\n";
-        continue;
-      }
-      const std::string res = "static_cast<u32>(cudamux_s.w.res)";
-      std::size_t first = 0;
-      switch (warp_kind(in)) {
-        case 0: {
-          const auto dst = destinations(in, in.sync ? 4 : 3, first);
-          if (!dst.empty()) o << "          " << k.wr(*dst[0], Type::u32, res) << "\n";
-          if (dst.size() > 1)
-            o << "          " << k.wr(*dst[1], Type::pred, "cudamux_s.w.p") << "\n";
-          break;
-        }
-        case 1:
-        case 2:
-        case 3:
-          o << "          " << k.wr(in.operands[0], Type::pred, "cudamux_s.w.res != 0") << "\n";
-          break;
-        case 4:
-        case 7:
-          o << "          " << k.wr(in.operands[0], Type::u32, res) << "\n";
-          break;
-        case 5:
-        case 6: {
-          const auto dst = destinations(in, 2, first);
-          if (!dst.empty()) o << "          " << k.wr(*dst[0], Type::u32, res) << "\n";
-          if (dst.size() > 1)
-            o << "          " << k.wr(*dst[1], Type::pred, "cudamux_s.w.p") << "\n";
-          break;
-        }
-        case 9:
-          o << "          { const u32* out_ = cudamux_s.w.out; (void)out_; "
-            << matrix_parts(in, &k).scatter << "}\n";
-          break;
-        default:
-          if (warp_kind(in) >= 16)
-            o << "          " << k.wr(in.operands[0], in.types[0], res) << "\n";
-          break;
-      }
-    }
-    o << "          goto cudamux_resume_" << b << ";\n";
-  }
-  o << "        default:\n          __builtin_unreachable();\n      }\n";
-
-  for (std::size_t i = 0; i <= f.body.size(); ++i) {
-    for (auto l : k.labels_at[i]) o << "L_" << l << ":;\n";
-    if (i == f.body.size()) break;
-    const auto& in = f.body[i];
-    std::string s;
-    if (const auto b = stop_of[i]) {
-      s = "{ ";
-      if (is_cta_barrier(in)) {
         if (is_reduction(in)) {
-          const std::string p = k.rd(in.operands.back(), Type::pred);
-          s += "{ const bool p_ = " + p +
-               "; cudamux_acc_popc += p_ ? 1u : 0u; cudamux_acc_and = cudamux_acc_and && p_; "
-               "cudamux_acc_or = cudamux_acc_or || p_; } ";
+          if (in.boolop == BoolOp::popc)
+            o << "    " << k.wr(in.operands[0], Type::u32, "cudamux_red_popc") << "\n";
+          else
+            o << "    "
+              << k.wr(in.operands[0], Type::pred,
+                      in.boolop == BoolOp::and_ ? "cudamux_red_and" : "cudamux_red_or")
+              << "\n";
         }
-        s += "cudamux_s.wait = 2u; ";
       } else {
-        // The deposit: what the warp's resolution needs from this lane.
-        const int kind = warp_kind(in);
-        const std::string full = "0xffffffffu";
-        std::string v = "0u", mask = full;
+        const std::string res = "static_cast<u32>(cudamux_wd[cudamux_t].res)";
+        const std::string wp = "cudamux_wd[cudamux_t].p";
         std::size_t first = 0;
-        if (kind == 0) {
-          destinations(in, in.sync ? 4 : 3, first);
-          const int mode = static_cast<int>(in.mode) - static_cast<int>(Mode::up);
-          const auto op = [&](std::size_t x) {
-            return x < in.operands.size() ? k.rd(in.operands[x], Type::u32) : std::string("0u");
-          };
-          v = op(first);
-          if (in.sync) mask = op(first + 3);
-          s += "{ bool p_ = false; cudamux_s.w.j = ::cudamux_split::shfl_lane<" +
-               std::to_string(mode) + ">(cudamux_t & 31u, " + op(first + 1) + ", " + op(first + 2) +
-               ", p_); cudamux_s.w.p = p_; } ";
-        } else if (kind >= 1 && kind <= 4) {
-          v = "(" + k.rd(in.operands[1], Type::pred) + " ? 1u : 0u)";
-          if (in.sync && in.operands.size() > 2) mask = k.rd(in.operands[2], Type::u32);
-        } else if (kind == 5 || kind == 6) {
-          destinations(in, 2, first);
-          const Type ut = size_of(in.types[0]) == 8 ? Type::u64 : Type::u32;
-          if (first < in.operands.size()) v = k.rd(in.operands[first], ut);
-          if (first + 1 < in.operands.size()) mask = k.rd(in.operands[first + 1], Type::u32);
-        } else if (kind == 8) {
-          if (!in.operands.empty()) mask = k.rd(in.operands[0], Type::u32);
-        } else if (kind == 9) {
-          const MmaParts mp = matrix_parts(in, &k);
-          s += "{ u32* in_ = cudamux_s.w.in; " + mp.gather + "} cudamux_s.w.fn = " + mp.lane_fn +
-               "; ";
-        } else if (kind >= 16) {  // redux.sync d, a, membermask
-          v = k.rd(in.operands[1], Type::u32);
-          if (in.operands.size() > 2) mask = k.rd(in.operands[2], Type::u32);
+        switch (warp_kind(in)) {
+          case 0: {
+            const auto dst = destinations(in, in.sync ? 4 : 3, first);
+            if (!dst.empty()) o << "    " << k.wr(*dst[0], Type::u32, res) << "\n";
+            if (dst.size() > 1) o << "    " << k.wr(*dst[1], Type::pred, wp) << "\n";
+            break;
+          }
+          case 1:
+          case 2:
+          case 3:
+            o << "    " << k.wr(in.operands[0], Type::pred, "cudamux_wd[cudamux_t].res != 0")
+              << "\n";
+            break;
+          case 4:
+          case 7:
+            o << "    " << k.wr(in.operands[0], Type::u32, res) << "\n";
+            break;
+          case 5:
+          case 6: {
+            const auto dst = destinations(in, 2, first);
+            if (!dst.empty()) o << "    " << k.wr(*dst[0], Type::u32, res) << "\n";
+            if (dst.size() > 1) o << "    " << k.wr(*dst[1], Type::pred, wp) << "\n";
+            break;
+          }
+          case 9:
+            o << "    { const u32* out_ = cudamux_wd[cudamux_t].out; (void)out_; "
+              << matrix_parts(in, &k).scatter << "}\n";
+            break;
+          default:
+            if (warp_kind(in) >= 16) o << "    " << k.wr(in.operands[0], in.types[0], res) << "\n";
+            break;
         }
-        s += "cudamux_s.w.v = static_cast<u64>(" + v + "); cudamux_s.w.mask = " + mask +
-             "; cudamux_s.w.op = " + std::to_string(kind) + "u; cudamux_s.wait = 1u; ";
       }
-      for (auto r : kept[b])
-        s += "__builtin_memcpy(&cudamux_s." + k.reg_names[r] + ", &" + k.reg_names[r] +
-             ", sizeof " + k.reg_names[r] + "); ";
-      s += "cudamux_s.pc = " + std::to_string(b) + "u; goto cudamux_next; }";
-    } else if (in.op == Opcode::ret || in.op == Opcode::exit) {
-      s = "goto cudamux_exit;";
-    } else {
-      s = k.stmts[i];
     }
-    o << k.line(in.loc);
-    if (in.guarded && in.guard_reg < k.reg_names.size())
-      o << "if (" << (in.guard_negated ? "!" : "") << k.reg_names[in.guard_reg] << ") { " << s
-        << " }\n";
-    else
-      o << s << "\n";
-    if (const auto b = stop_of[i]) o << "cudamux_resume_" << b << ":;\n";
+    if (start < n_ins) o << "    goto cudamux_start;\n";
+    for (std::size_t i = 0; i < n_ins; ++i) {
+      if (!mark[i]) continue;
+      for (auto l : k.labels_at[i]) o << "L_" << l << ":;\n";
+      if (i == start) o << "cudamux_start:;\n";
+      const auto& in = f.body[i];
+      std::string s;
+      if (const auto c = stop_of[i]) {
+        s = "{ ";
+        if (is_cta_barrier(in)) {
+          if (is_reduction(in)) {
+            const std::string p = k.rd(in.operands.back(), Type::pred);
+            s += "{ const bool p_ = " + p +
+                 "; cudamux_acc_popc += p_ ? 1u : 0u; cudamux_acc_and = cudamux_acc_and && p_; "
+                 "cudamux_acc_or = cudamux_acc_or || p_; } ";
+          }
+          // Only warp passes tell threads at a CTA barrier from those a warp released.
+          if (warp) s += "cudamux_wait[cudamux_t] = 2u; ";
+        } else {
+          // The deposit: what the warp's resolution needs from this lane.
+          const int kind = warp_kind(in);
+          const std::string full = "0xffffffffu";
+          std::string v = "0u", mask = full;
+          std::size_t first = 0;
+          if (kind == 0) {
+            destinations(in, in.sync ? 4 : 3, first);
+            const int mode = static_cast<int>(in.mode) - static_cast<int>(Mode::up);
+            const auto op = [&](std::size_t x) {
+              return x < in.operands.size() ? k.rd(in.operands[x], Type::u32) : std::string("0u");
+            };
+            v = op(first);
+            if (in.sync) mask = op(first + 3);
+            s += "{ bool p_ = false; cudamux_wd[cudamux_t].j = ::cudamux_split::shfl_lane<" +
+                 std::to_string(mode) + ">(cudamux_t & 31u, " + op(first + 1) + ", " +
+                 op(first + 2) + ", p_); cudamux_wd[cudamux_t].p = p_; } ";
+          } else if (kind >= 1 && kind <= 4) {
+            v = "(" + k.rd(in.operands[1], Type::pred) + " ? 1u : 0u)";
+            if (in.sync && in.operands.size() > 2) mask = k.rd(in.operands[2], Type::u32);
+          } else if (kind == 5 || kind == 6) {
+            destinations(in, 2, first);
+            const Type ut = size_of(in.types[0]) == 8 ? Type::u64 : Type::u32;
+            if (first < in.operands.size()) v = k.rd(in.operands[first], ut);
+            if (first + 1 < in.operands.size()) mask = k.rd(in.operands[first + 1], Type::u32);
+          } else if (kind == 8) {
+            if (!in.operands.empty()) mask = k.rd(in.operands[0], Type::u32);
+          } else if (kind == 9) {
+            const MmaParts mp = matrix_parts(in, &k);
+            s += "{ u32* in_ = cudamux_wd[cudamux_t].in; " + mp.gather +
+                 "} cudamux_wd[cudamux_t].fn = " + mp.lane_fn + "; ";
+          } else if (kind >= 16) {  // redux.sync d, a, membermask
+            v = k.rd(in.operands[1], Type::u32);
+            if (in.operands.size() > 2) mask = k.rd(in.operands[2], Type::u32);
+          }
+          s += "cudamux_wd[cudamux_t].v = static_cast<u64>(" + v +
+               "); cudamux_wd[cudamux_t].mask = " + mask +
+               "; cudamux_wd[cudamux_t].op = " + std::to_string(kind) +
+               "u; cudamux_wait[cudamux_t] = 1u; ";
+        }
+        for (auto r : kept[c]) {
+          if (restored[r] && !written[r]) continue;
+          if (f.registers[r].vec > 1)
+            s += "__builtin_memcpy(&cudamux_k_" + k.reg_names[r] + "[cudamux_t], &" +
+                 k.reg_names[r] + ", sizeof " + k.reg_names[r] + "); ";
+          else
+            s += "cudamux_k_" + k.reg_names[r] + "[cudamux_t] = " + k.reg_names[r] + "; ";
+        }
+        s += "cudamux_c = " + std::to_string(c) + "u; return; }";
+      } else if (in.op == Opcode::ret || in.op == Opcode::exit) {
+        s = "goto cudamux_exit;";
+      } else {
+        s = k.stmts[i];
+      }
+      o << k.line(in.loc);
+      if (in.guarded && in.guard_reg < k.reg_names.size())
+        o << "if (" << (in.guard_negated ? "!" : "") << k.reg_names[in.guard_reg] << ") { " << s
+          << " }\n";
+      else
+        o << s << "\n";
+    }
+    for (auto l : k.labels_at[n_ins]) o << "L_" << l << ":;\n";
+    o << "  cudamux_exit:\n"
+         "    cudamux_c = 0xffffffffu;\n"
+         "  };\n";
+    // The generic rounds call the region out of line: one copy of it is inlined in the
+    // uniform loop, where it matters.
+    o << "  const auto cudamux_slow_" << b
+      << " = [=](const unsigned cudamux_t, const uint3 cudamux_tid, u32& cudamux_c) "
+         "__attribute__((noinline)) { cudamux_region_"
+      << b << "(cudamux_t, cudamux_tid, cudamux_c); };\n";
   }
-  o << "      }\n"
-       "    cudamux_exit:\n"
-       "      cudamux_s.pc = 0xffffffffu;\n"
-       "      --cudamux_live;\n"
-       "    cudamux_next:\n"
-       "      if (++cudamux_x == cudamux_bd.x) {\n"
-       "        cudamux_x = 0;\n"
-       "        if (++cudamux_y == cudamux_bd.y) {\n"
-       "          cudamux_y = 0;\n"
-       "          ++cudamux_z;\n"
+
+  // What a thread's run ends with: its resume point (or exit), and whether the round stays
+  // uniform.
+  const auto done = [](const std::string& call) {
+    return "{ u32 c_ = 0xffffffffu; " + call.substr(0, call.size() - 1) +
+           ", c_); cudamux_pc[t] = c_; if (c_ == 0xffffffffu) { --cudamux_live; } else { "
+           "cudamux_and "
+           "&= c_; cudamux_or |= c_; } }";
+  };
+  // Rounds. When no thread has exited and all resume at the same point (the usual case:
+  // uniform barriers), the round is that region's loop over the threads, without dispatch or
+  // checks. Otherwise (blocks where some threads returned early, divergent barriers) each
+  // thread runs its region out of line, from its stored resume point: every round that
+  // leads there stored them (a thread exits only from a region with several ends).
+  o << "  bool cudamux_uniform = true;\n"
+       "  u32 cudamux_upc = 0;\n"
+       "  while (cudamux_live != 0) {\n"
+       "    cudamux_and = 0xffffffffu;\n"
+       "    cudamux_or = 0;\n"
+       "    bool cudamux_full = true;  // every live thread ran in this round\n"
+       "    if (cudamux_uniform && cudamux_live == cudamux_n) {\n"
+       "      switch (cudamux_upc) {\n";
+  for (std::size_t b = 0; b < kept.size(); ++b) {
+    // Threads in linear order as nested loops: the innermost one, over threadIdx.x, is the
+    // one g++ vectorises.
+    const auto loops = [](const std::string& body) {
+      return "            for (unsigned z = 0; z < cudamux_bd.z; ++z)\n"
+             "              for (unsigned y = 0; y < cudamux_bd.y; ++y) {\n"
+             "                const unsigned tb = (z * cudamux_bd.y + y) * cudamux_bd.x;\n"
+             "                for (unsigned x = 0; x < cudamux_bd.x; ++x) {\n"
+             "                  const unsigned t = tb + x;\n"
+             "                  " +
+             body +
+             "\n"
+             "                }\n"
+             "              }\n";
+    };
+    std::string run;
+    if (const auto c = single_end[b]) {
+      // Every thread ends at stop c: no resume point to store, the round's summary is known.
+      run = "{ u32 c_; cudamux_region_" + std::to_string(b) + "(t, uint3{x, y, z}, c_); }";
+    } else {
+      run = done("cudamux_region_" + std::to_string(b) + "(t, uint3{x, y, z})");
+    }
+    o << "        case " << b << ":\n" << loops(run);
+    if (const auto c = single_end[b]) o << "          cudamux_and = cudamux_or = " << c << "u;\n";
+    o << "          break;\n";
+  }
+  o << "        default:\n"
+       "          __builtin_unreachable();\n"
+       "      }\n"
+       "    } else {\n"
+       "      unsigned x = 0, y = 0, z = 0;\n"
+       "      for (unsigned t = 0; t < cudamux_n; ++t) {\n"
+       "        if (cudamux_pc[t] != 0xffffffffu) {\n"
+       "          if (cudamux_wait[t] != 0) {\n"
+       "            cudamux_full = false;\n"
+       "          } else {\n"
+       "            switch (cudamux_pc[t]) {\n";
+  for (std::size_t b = 0; b < kept.size(); ++b)
+    o << "              case " << b << ":\n                "
+      << done("cudamux_slow_" + std::to_string(b) + "(t, uint3{x, y, z})")
+      << "\n                break;\n";
+  o << "              default:\n"
+       "                __builtin_unreachable();\n"
+       "            }\n"
+       "          }\n"
+       "        }\n"
+       "        if (++x == cudamux_bd.x) {\n"
+       "          x = 0;\n"
+       "          if (++y == cudamux_bd.y) {\n"
+       "            y = 0;\n"
+       "            ++z;\n"
+       "          }\n"
        "        }\n"
        "      }\n"
-       "    }\n";
+       "    }\n"
+       "    // The next round is uniform when every live thread ran and stopped at one place.\n"
+       "    cudamux_uniform = cudamux_full && cudamux_and == cudamux_or;\n"
+       "    cudamux_upc = cudamux_or;\n";
   if (warp) {
     // Warps whose lanes wait at warp points resolve first (those lanes go on in the next
     // pass); exited lanes and lanes waiting at a CTA barrier do not take part.
@@ -594,27 +927,29 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
          "      u32 in = 0;\n"
          "      for (unsigned l = 0; l < 32; ++l) {\n"
          "        const unsigned t = wb + l;\n"
-         "        ws[l] = t < cudamux_n ? &cudamux_st[t].w : &cudamux_none;\n"
-         "        if (t < cudamux_n && cudamux_st[t].wait == 1u) in |= 1u << l;\n"
+         "        ws[l] = t < cudamux_n ? &cudamux_wd[t] : &cudamux_none;\n"
+         "        if (t < cudamux_n && cudamux_wait[t] == 1u) in |= 1u << l;\n"
          "      }\n"
          "      if (in == 0) continue;\n"
          "      cudamux_warped = true;\n"
          "      ::cudamux_split::resolve(ws, in);\n"
          "      for (unsigned l = 0; l < 32; ++l)\n"
-         "        if ((in >> l) & 1u) cudamux_st[wb + l].wait = 0;\n"
+         "        if ((in >> l) & 1u) cudamux_wait[wb + l] = 0;\n"
          "    }\n"
          "    if (cudamux_warped) continue;\n";
   }
   // Every live thread waits at a CTA barrier: release the block.
-  o << "    for (unsigned t = 0; t < cudamux_n; ++t) cudamux_st[t].wait = 0;\n"
-       "    cudamux_red_popc = cudamux_acc_popc;\n"
+  if (warp) o << "    __builtin_memset(cudamux_wait, 0, 4ul * cudamux_n);\n";
+  o << "    cudamux_red_popc = cudamux_acc_popc;\n"
        "    cudamux_red_and = cudamux_acc_and;\n"
        "    cudamux_red_or = cudamux_acc_or;\n"
        "    cudamux_acc_popc = 0;\n"
        "    cudamux_acc_and = true;\n"
        "    cudamux_acc_or = false;\n"
        "  }\n"
-       "}\n";
+       "  if (cudamux_heap) free(cudamux_mem);\n"
+       "}\n"
+       "#pragma GCC pop_options\n";
   return o.str();
 }
 

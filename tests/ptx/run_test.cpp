@@ -314,4 +314,59 @@ TEST_F(PtxRun, GraphSetConditionalFromNvccPtx) {
   EXPECT_OK(cuModuleUnload(m));
 }
 
+// A fault in a split kernel (emit_split.cpp compiles its twins without -fnon-call-exceptions)
+// still ends the launch with CUDA_ERROR_ILLEGAL_ADDRESS: the exception thrown by the fault
+// handler unwinds through the twin. The kernel stores, waits at a barrier, then reads through
+// a pointer parameter.
+TEST_F(PtxRun, FaultAfterABarrierInASplitKernelFailsTheLaunch) {
+  const char* ptx = R"(.version 7.5
+.target sm_75
+.address_size 64
+.visible .entry fault_after_barrier(.param .u64 p, .param .u64 out)
+{
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<7>;
+  .shared .align 4 .b8 s[256];
+  ld.param.u64 %rd1, [p];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, s;
+  add.s32 %r4, %r3, %r2;
+  st.shared.u32 [%r4], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r2, [%r4];
+  cvta.to.global.u64 %rd3, %rd1;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  ld.global.u32 %r3, [%rd5];
+  add.s32 %r3, %r3, %r2;
+  cvta.to.global.u64 %rd6, %rd2;
+  add.s64 %rd5, %rd6, %rd4;
+  st.global.u32 [%rd5], %r3;
+  ret;
+}
+)";
+  CUmodule m = nullptr;
+  ASSERT_OK(cuModuleLoadData(&m, ptx));
+  CUfunction f = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&f, m, "fault_after_barrier"));
+  const unsigned n = 64;
+  std::vector<int> in(n);
+  for (unsigned t = 0; t < n; ++t) in[t] = static_cast<int>(100 * t);
+  CUdeviceptr p = upload(in), out = upload(std::vector<int>(n));
+  void* args[] = {&p, &out};
+  ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, n, 1, 1, 0, nullptr, args, nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  const auto o = download<int>(out, n);
+  for (unsigned t = 0; t < n; ++t) EXPECT_EQ(o[t], static_cast<int>(101 * t)) << t;
+  // An address nothing maps: the launch fails, the process lives on.
+  CUdeviceptr bad = 0x1000;
+  CUdeviceptr out2 = upload(std::vector<int>(n));
+  void* bad_args[] = {&bad, &out2};
+  CUresult r = cuLaunchKernel(f, 1, 1, 1, n, 1, 1, 0, nullptr, bad_args, nullptr);
+  if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+  EXPECT_EQ(r, CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
 }  // namespace
