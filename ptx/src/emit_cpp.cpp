@@ -493,7 +493,7 @@ class Emitter {
   std::vector<std::vector<bool>> yield_before_;
   std::vector<bool> yields_;
   bool named_bars_ = false;  // some kernel uses bar.arrive: counted barriers are named ones
-  bool func_exit_ = false;   // some .func contains exit (kernels catch ptx::thread_exit)
+  bool func_exit_ = false;   // some .func contains exit (calls check ptx::exit_flag)
 
   // current function
   const Function* f_ = nullptr;
@@ -1020,10 +1020,7 @@ void Emitter::emit_function(std::size_t fi) {
     o_ << "  [[maybe_unused]] alignas(" << var_align(v) << ") unsigned char " << local_names_[l]
        << "[" << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
   }
-  if (f.is_entry && func_exit_)  // exit inside a .func ends the thread (ptx-rest)
-    o_ << "  try {\n" << body.str() << "  } catch (const ::cudamux::ptx::thread_exit&) {}\n}\n";
-  else
-    o_ << body.str() << "}\n";
+  o_ << body.str() << "}\n";
   bool calls = false;
   for (const auto& i : f.body) calls = calls || i.op == Opcode::call;
   const bool yields = fi < yields_.size() && yields_[fi];
@@ -2139,8 +2136,10 @@ std::string Emitter::control(const Instruction& ins) {
       return "return;";
     case Opcode::exit:
       if (f_ && f_->is_entry) return "return;";
-      // The thread ends: the kernel's entry catches it (ptx-rest).
-      return "throw ::cudamux::ptx::thread_exit{};";
+      // The thread ends: a flag every caller checks after the call returns, up to the kernel
+      // (ptx-rest; no exception: memcheck's hooks are nothrow calls, which a try region
+      // would turn into std::terminate).
+      return "{ ::cudamux::ptx::exit_flag() = true; return; }";
     case Opcode::trap:
       return "{ ::cudamux::ptx::trap(" +
              quote("trap instruction at line " + std::to_string(ins.loc.line)) + "); return; }";
@@ -2210,7 +2209,12 @@ std::string Emitter::call(const Instruction& ins) {
     s += (first ? "" : ", ") + x;
     first = false;
   }
-  return s + ");";
+  s += ");";
+  // exit inside a .func (ptx-rest): the callee raised the flag; the thread ends here too.
+  if (func_exit_)
+    s = "{ " + s + " if (::cudamux::ptx::exit_flag()) { " +
+        (f_ && f_->is_entry ? "::cudamux::ptx::exit_flag() = false; " : "") + "return; } }";
+  return s;
 }
 
 std::string Emitter::collective(const Instruction& ins) {

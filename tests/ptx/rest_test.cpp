@@ -85,10 +85,11 @@ class PtxFaults : public PtxRest {
 // ---- item 4: printf, assert and sticky errors ----
 TEST_P(PtxRest, AssertIsStickyAndPrintfPrints) {
   CUdeviceptr v = upload(std::vector<int>{11, 22, 33});
+  const CUfunction check = fn("check_value");
   int no_block = -1, bad = 5, block1 = 1;
   void* ok_args[] = {&v, &no_block, &bad};
   testing::internal::CaptureStdout();
-  ASSERT_OK(cuLaunchKernel(fn("check_value"), 3, 1, 1, 32, 1, 1, 0, nullptr, ok_args, nullptr));
+  ASSERT_OK(cuLaunchKernel(check, 3, 1, 1, 32, 1, 1, 0, nullptr, ok_args, nullptr));
   ASSERT_OK(cuCtxSynchronize());
   const std::string out = testing::internal::GetCapturedStdout();
   for (int b = 0; b < 3; ++b)
@@ -98,13 +99,13 @@ TEST_P(PtxRest, AssertIsStickyAndPrintfPrints) {
         << out;
   void* bad_args[] = {&v, &block1, &bad};
   testing::internal::CaptureStderr();
-  ASSERT_OK(cuLaunchKernel(fn("check_value"), 3, 1, 1, 32, 1, 1, 0, nullptr, bad_args, nullptr));
+  ASSERT_OK(cuLaunchKernel(check, 3, 1, 1, 32, 1, 1, 0, nullptr, bad_args, nullptr));
   EXPECT_EQ(CUDA_ERROR_ASSERT, cuCtxSynchronize());
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("block: [1,0,0], thread: [5,0,0] Assertion"), std::string::npos) << err;
   // Sticky: the context is unusable afterwards.
   EXPECT_EQ(CUDA_ERROR_ASSERT,
-            cuLaunchKernel(fn("check_value"), 1, 1, 1, 1, 1, 1, 0, nullptr, ok_args, nullptr));
+            cuLaunchKernel(check, 1, 1, 1, 1, 1, 1, 0, nullptr, ok_args, nullptr));
   CUdeviceptr p = 0;
   EXPECT_EQ(CUDA_ERROR_ASSERT, cuMemAlloc(&p, 16));
 }
