@@ -605,10 +605,10 @@ CUDAMUX_DEVICE_EXPORT void cudamux_trap(void) {
 CUDAMUX_DEVICE_EXPORT void cudamux_yield(void) {
   Worker* wp = t_worker;
   if (wp == nullptr || wp->current == nullptr) {
-    // Barrier-free and split blocks cannot switch threads here; a spinning OS thread gives
-    // the others (blocks it may wait for) a chance now and then.
-    thread_local unsigned spins = 0;
-    if ((++spins & 63u) == 0) sched_yield();
+    // Barrier-free and split blocks cannot switch threads here: a spinning OS thread gives
+    // its core to the others (blocks it may wait for; cooperative grids have more threads
+    // than cores).
+    sched_yield();
     return;
   }
   Worker& w = *wp;
