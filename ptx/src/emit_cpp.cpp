@@ -2385,7 +2385,7 @@ bool sync_load(const Instruction& i) {
 
 // Yield points: nanosleep, mbarrier waits, and the poll of every spin-wait loop (a backward
 // branch whose loop, at most 64 instructions, reads memory with .volatile/.relaxed/.acquire/.cv
-// and has no nanosleep or mbarrier wait of its own). A thread spinning there lets the other
+// and has no yield point, barrier or warp collective of its own). A thread spinning there lets the other
 // threads of its block run (fibers, or one pass of the split twin), so a flag written by a
 // later thread of the block is seen; an OS-level yield lets other blocks progress.
 void Emitter::find_yields() {
@@ -2417,7 +2417,9 @@ void Emitter::find_yields() {
       std::size_t poll = SIZE_MAX;
       bool waits = false;
       for (std::size_t k = head; k <= j; ++k) {
-        waits = waits || yb[k];
+        // A loop that meets a barrier or collective every iteration lets the others run
+        // already (scan's `volatile` shared loads between __syncthreads are no spin-wait).
+        waits = waits || yb[k] || is_sync_op(f.body[k]);
         if (poll == SIZE_MAX && sync_load(f.body[k])) poll = k;
       }
       if (!waits && poll != SIZE_MAX) yb[poll] = true;
