@@ -16,6 +16,7 @@
 #include "cudamux/ptx/emit_cpp.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -469,6 +470,9 @@ class Emitter {
   std::string control(const Instruction& ins);
   std::string call(const Instruction& ins);
   std::string collective(const Instruction& ins);
+  std::string mbarrier(const Instruction& ins);  // ptx-rest
+  std::string video(const Instruction& ins);     // ptx-rest
+  void find_yields();                            // ptx-rest: yield points per function
 
   const Module& m_;
   const EmitOptions& opt_;
@@ -484,6 +488,12 @@ class Emitter {
   std::set<std::pair<std::uint64_t, std::uint32_t>> bytes_structs_;
   std::vector<std::string> twins_;  // per function: its split twin (emit_split.cpp), or empty
   std::vector<bool> emit_;          // per function: translated (EmitOptions::only_function)
+  // ptx-rest: per function, per instruction, a yield point before it (nanosleep, mbarrier
+  // waits, the poll of a spin-wait loop); whether the function has any.
+  std::vector<std::vector<bool>> yield_before_;
+  std::vector<bool> yields_;
+  bool named_bars_ = false;  // some kernel uses bar.arrive: counted barriers are named ones
+  bool func_exit_ = false;   // some .func contains exit (calls check ptx::exit_flag)
 
   // current function
   const Function* f_ = nullptr;
@@ -692,6 +702,7 @@ bool is_sync_op(const Instruction& i) {
     case Opcode::movmatrix:
     case Opcode::wgmma:
     case Opcode::mbarrier:
+    case Opcode::nanosleep:  // a yield point (ptx-rest): never run on the barrier-free path
       return true;
     default:
       return false;
@@ -705,6 +716,7 @@ void Emitter::analyse_reach() {
   reaches_sync_.assign(n, false);
   std::vector<std::vector<std::size_t>> callees(n);
   for (std::size_t fi = 0; fi < n; ++fi) {
+    if (fi < yields_.size() && yields_[fi]) reaches_sync_[fi] = true;
     for (const auto& i : m_.functions[fi].body) {
       if (is_sync_op(i)) reaches_sync_[fi] = true;
       if (i.op == Opcode::call && i.operands.size() >= 2) {
@@ -971,6 +983,8 @@ void Emitter::emit_function(std::size_t fi) {
       s = "{ ::cudamux::ptx::trap(" + quote(what) + "); return; }";
     }
     stmts[k] = s;
+    if (k < yield_before_[fi].size() && yield_before_[fi][k] && ins.op != Opcode::nanosleep)
+      s = "::cudamux::ptx::yield(); " + s;
     body << line(ins.loc);
     if (ins.guarded && ins.guard_reg < reg_names_.size())
       body << "if (" << (ins.guard_negated ? "!" : "") << reg_names_[ins.guard_reg] << ") { " << s
@@ -1007,7 +1021,12 @@ void Emitter::emit_function(std::size_t fi) {
        << "[" << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
   }
   o_ << body.str() << "}\n";
-  if (f.is_entry && opt_.split_barriers && detail::splittable(m_, fi, reaches_sync_))
+  bool calls = false;
+  for (const auto& i : f.body) calls = calls || i.op == Opcode::call;
+  const bool yields = fi < yields_.size() && yields_[fi];
+  // Yield points keep the kernel on fibers (the split twin has no yield stops yet).
+  if (f.is_entry && opt_.split_barriers && !yields && !(func_exit_ && calls) &&
+      detail::splittable(m_, fi, reaches_sync_))
     emit_split_twin(fi, stmts, labels_at);
   f_ = nullptr;
 }
@@ -1106,9 +1125,10 @@ std::string Emitter::special(const Operand& o) {
       return "1u";
     case SpecialReg::is_explicit_cluster:
       return "false";
+    case SpecialReg::envreg:
+      return "::cudamux::ptx::envreg(" + std::to_string(o.component) + "u)";
     case SpecialReg::pm:
     case SpecialReg::pm64:
-    case SpecialReg::envreg:
     case SpecialReg::reserved_smem_offset_begin:
     case SpecialReg::reserved_smem_offset_end:
     case SpecialReg::reserved_smem_offset_cap:
@@ -1394,6 +1414,12 @@ std::string Emitter::instruction(const Instruction& ins) {
         return ";";
       }
       break;
+    case Opcode::mbarrier:
+      return mbarrier(ins);
+    case Opcode::video:
+      return video(ins);
+    case Opcode::nanosleep:
+      return "::cudamux::ptx::yield();";
     case Opcode::tex:  // textures and surfaces: emit_texture.cpp
     case Opcode::tld4:
     case Opcode::txq:
@@ -1412,7 +1438,6 @@ std::string Emitter::instruction(const Instruction& ins) {
     case Opcode::cp_async_wait_all:
     case Opcode::prefetch:
     case Opcode::prefetchu:
-    case Opcode::nanosleep:
     case Opcode::brkpt:
     case Opcode::pmevent:
     case Opcode::griddepcontrol:
@@ -2111,8 +2136,10 @@ std::string Emitter::control(const Instruction& ins) {
       return "return;";
     case Opcode::exit:
       if (f_ && f_->is_entry) return "return;";
-      fail("exit inside a .func");
-      return ";";
+      // The thread ends: a flag every caller checks after the call returns, up to the kernel
+      // (ptx-rest; no exception: memcheck's hooks are nothrow calls, which a try region
+      // would turn into std::terminate).
+      return "{ ::cudamux::ptx::exit_flag() = true; return; }";
     case Opcode::trap:
       return "{ ::cudamux::ptx::trap(" +
              quote("trap instruction at line " + std::to_string(ins.loc.line)) + "); return; }";
@@ -2182,7 +2209,12 @@ std::string Emitter::call(const Instruction& ins) {
     s += (first ? "" : ", ") + x;
     first = false;
   }
-  return s + ");";
+  s += ");";
+  // exit inside a .func (ptx-rest): the callee raised the flag; the thread ends here too.
+  if (func_exit_)
+    s = "{ " + s + " if (::cudamux::ptx::exit_flag()) { " +
+        (f_ && f_->is_entry ? "::cudamux::ptx::exit_flag() = false; " : "") + "return; } }";
+  return s;
 }
 
 std::string Emitter::collective(const Instruction& ins) {
@@ -2196,10 +2228,14 @@ std::string Emitter::collective(const Instruction& ins) {
       // A cluster is this one block: barrier.cluster.arrive does nothing and .wait is the
       // block's barrier (every thread arrived before any passes it).
       if (ins.mode == Mode::arrive && ins.scope == Scope::cluster) return ";";
-      if (ins.mode == Mode::arrive) break;  // needs split arrival counting: not yet
       if (!red) {
         const std::string id = ins.operands.empty() ? "0u" : rd(opnd(ins, 0), Type::u32);
         const std::string n = ins.operands.size() > 1 ? rd(opnd(ins, 1), Type::u32) : "0u";
+        // bar.arrive, and in modules that use it the barriers given a thread count: named
+        // barriers with arrival counting (ptx_ops.h, named_bar; waits yield).
+        if (ins.mode == Mode::arrive) return ops + "bar_arrive_named(" + id + ", " + n + ");";
+        if (named_bars_ && ins.operands.size() > 1)
+          return ops + "bar_sync_named(" + id + ", " + n + ");";
         return ops + "bar_sync(" + id + ", " + n + ");";
       }
       // bar.red.op d, a{, b}, {!}c
@@ -2324,6 +2360,142 @@ std::string Emitter::collective(const Instruction& ins) {
   return ";";
 }
 
+// ---- ptx-rest: yield points, mbarrier, video -------------------------------------------------
+
+bool has_extra(const Instruction& i, std::string_view e) {
+  for (const auto& x : i.extra)
+    if (x == e) return true;
+  return false;
+}
+
+bool sync_load(const Instruction& i) {
+  if (i.op != Opcode::ld && i.op != Opcode::ldu) return false;
+  switch (i.sem) {
+    case Semantics::volatile_:
+    case Semantics::relaxed:
+    case Semantics::acquire:
+    case Semantics::acq_rel:
+    case Semantics::sc:
+    case Semantics::mmio:
+      return true;
+    default:
+      return has_extra(i, "cv");  // ld.cv: "don't cache, fetch again" (volatile polling)
+  }
+}
+
+// Yield points: nanosleep, mbarrier waits, and the poll of every spin-wait loop (a backward
+// branch whose loop, at most 64 instructions, reads memory with .volatile/.relaxed/.acquire/.cv
+// and has no yield point, barrier or warp collective of its own). A thread spinning there lets the other
+// threads of its block run (fibers, or one pass of the split twin), so a flag written by a
+// later thread of the block is seen; an OS-level yield lets other blocks progress.
+void Emitter::find_yields() {
+  const std::size_t nf = m_.functions.size();
+  yield_before_.assign(nf, {});
+  yields_.assign(nf, false);
+  for (std::size_t fi = 0; fi < nf; ++fi) {
+    const auto& f = m_.functions[fi];
+    auto& yb = yield_before_[fi];
+    yb.assign(f.body.size(), false);
+    for (std::size_t k = 0; k < f.body.size(); ++k) {
+      const auto& i = f.body[k];
+      if ((i.op == Opcode::bar || i.op == Opcode::barrier) && i.mode == Mode::arrive &&
+          i.scope != Scope::cluster)
+        named_bars_ = true;
+      if (i.op == Opcode::exit && !f.is_entry) func_exit_ = true;
+      if (i.op == Opcode::nanosleep || (i.op == Opcode::mbarrier && i.mode == Mode::wait))
+        yb[k] = true;
+    }
+    for (std::size_t j = 0; j < f.body.size(); ++j) {
+      const auto& b = f.body[j];
+      if (b.op != Opcode::bra || b.operands.empty()) continue;
+      const auto& t = b.operands[0];
+      if (t.kind != Operand::Kind::symbol || t.sym.kind != SymbolRef::Kind::label ||
+          t.sym.index >= f.labels.size())
+        continue;
+      const std::size_t head = f.labels[t.sym.index].instruction;
+      if (head > j || j - head > 64) continue;
+      std::size_t poll = SIZE_MAX;
+      bool waits = false;
+      for (std::size_t k = head; k <= j; ++k) {
+        // A loop that meets a barrier or collective every iteration lets the others run
+        // already (scan's `volatile` shared loads between __syncthreads are no spin-wait).
+        waits = waits || yb[k] || is_sync_op(f.body[k]);
+        if (poll == SIZE_MAX && sync_load(f.body[k])) poll = k;
+      }
+      if (!waits && poll != SIZE_MAX) yb[poll] = true;
+    }
+    for (bool y : yb) yields_[fi] = yields_[fi] || y;
+  }
+}
+
+std::string Emitter::mbarrier(const Instruction& ins) {
+  const std::string ops = "::cudamux::ptx::";
+  const Space sp = ins.space == Space::shared_cluster ? Space::shared : ins.space;
+  auto A = [&](std::size_t k) { return addr(opnd(ins, k), sp); };
+  auto U = [&](std::size_t k) { return rd(opnd(ins, k), Type::u32); };
+  const bool test = ins.raw_opcode.find("test_wait") != std::string::npos ||
+                    ins.raw_opcode.find("try_wait") != std::string::npos;
+  if (ins.mode == Mode::wait || test) {
+    // test_wait/try_wait{.parity} waitComplete, [addr], state|parity{, suspendTimeHint}
+    const bool parity = has_extra(ins, "parity");
+    return wr(opnd(ins, 0), Type::pred,
+              ops + "mbarrier_test(" + A(1) + ", " + rd(opnd(ins, 2), Type::u64) + ", " +
+                  (parity ? "true" : "false") + ")");
+  }
+  if (has_extra(ins, "init")) return ops + "mbarrier_init(" + A(0) + ", " + U(1) + ");";
+  if (has_extra(ins, "inval")) return ops + "mbarrier_inval(" + A(0) + ");";
+  if (has_extra(ins, "pending_count"))
+    return wr(opnd(ins, 0), Type::u32,
+              ops + "mbarrier_pending_count(" + rd(opnd(ins, 1), Type::u64) + ")");
+  const bool expect = has_extra(ins, "expect_tx");
+  if (ins.mode == Mode::arrive || has_extra(ins, "arrive_drop")) {
+    // arrive{.expect_tx}{.noComplete} / arrive_drop: state, [addr]{, count | txCount}
+    if (has_extra(ins, "noComplete")) {
+      fail("mbarrier.arrive.noComplete");
+      return ";";
+    }
+    const bool drop = has_extra(ins, "arrive_drop");
+    std::string count = "1u", tx = "0u";
+    if (ins.operands.size() > 2) (expect ? tx : count) = U(2);
+    return wr(opnd(ins, 0), Type::u64,
+              ops + "mbarrier_arrive(" + A(1) + ", " + count + ", " + (drop ? "true" : "false") +
+                  ", " + tx + ")");
+  }
+  if (expect) return ops + "mbarrier_expect_tx(" + A(0) + ", " + U(1) + ");";
+  if (has_extra(ins, "complete_tx"))
+    return ops + "mbarrier_complete_tx(" + A(0) + ", " + U(1) + ");";
+  fail("-");
+  return ";";
+}
+
+// Video instructions: nvcc 13 emits only vabsdiff2/vabsdiff4 (from __vabsdiff*, __vsad*); the
+// rest is refused (the kernel traps if it reaches one).
+std::string Emitter::video(const Instruction& ins) {
+  const std::string& n = ins.raw_opcode;
+  const bool two = n.rfind("vabsdiff2", 0) == 0, four = n.rfind("vabsdiff4", 0) == 0;
+  if ((!two && !four) || ins.types.size() != 3 || ins.sat || ins.operands.size() != 4) {
+    fail("video instruction not supported (nvcc emits only vabsdiff2/vabsdiff4)");
+    return ";";
+  }
+  for (const auto& o : ins.operands)
+    if (o.kind != Operand::Kind::reg && o.kind != Operand::Kind::imm_int) {
+      fail("video operand selectors/masks");
+      return ";";
+    }
+  for (const auto& e : ins.extra)
+    if (e != "add") {
+      fail("video secondary operation ." + e);
+      return ";";
+    }
+  const bool add = has_extra(ins, "add");
+  return wr(opnd(ins, 0), Type::u32,
+            std::string("::cudamux::ptx::vabsdiff<") + (two ? "2" : "4") + ", " +
+                (tsigned(ins.types[1]) ? "true" : "false") + ", " +
+                (tsigned(ins.types[2]) ? "true" : "false") + ", " + (add ? "true" : "false") +
+                ">(" + rd(opnd(ins, 1), Type::u32) + ", " + rd(opnd(ins, 2), Type::u32) + ", " +
+                rd(opnd(ins, 3), Type::u32) + ")");
+}
+
 // ---- the module ------------------------------------------------------------------------------
 
 void Emitter::emit_registration() {
@@ -2366,6 +2538,7 @@ EmitResult Emitter::run() {
     o_ << "using namespace ::cudamux_ptx_rt;\n";
   }
   layout_shared();
+  find_yields();
   analyse_reach();
   res_.kernel_shared_used = kernel_shared_used_;
   res_.emitted = emit_;

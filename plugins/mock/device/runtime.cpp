@@ -14,6 +14,8 @@
 // Fibers are Boost.Context fibers, persistent per pool thread (no allocation per block).
 // The state kernel code reads (threadIdx, ...) is initial-exec TLS of this library, so
 // dlopen'ed modules reach it without __tls_get_addr, and one copy serves all modules.
+#include <sched.h>
+
 #include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
@@ -45,6 +47,12 @@ __attribute__((visibility("default"))) __thread void* cudamux_dyn_shared CUDAMUX
 __attribute__((visibility("default"))) __thread unsigned cudamux_handed_off CUDAMUX_IE;
 // Nesting depth of atomics in memcheck modules (their accesses are not shared-memory hazards).
 __attribute__((visibility("default"))) __thread unsigned cudamux_memcheck_atomic CUDAMUX_IE;
+// The grid-sync workspace of a cooperative launch (PTX reads it as %envreg1:%envreg2, high and
+// low halves, as nvcc's inlined grid.sync() does); null outside cooperative launches.
+__attribute__((visibility("default"))) __thread void* cudamux_grid_workspace CUDAMUX_IE;
+// Distinct per block run on this thread: per-block state kept in TLS (named barriers) is
+// reset when it changes.
+__attribute__((visibility("default"))) __thread unsigned long long cudamux_block_serial CUDAMUX_IE;
 }
 
 namespace {
@@ -472,6 +480,8 @@ CUDAMUX_DEVICE_EXPORT int cudamux_run_block(const cudamux_launch* launch, cudamu
   w.launch = launch;
   w.dyn_shared = dyn_shared;
   ++w.block_serial;
+  cudamux_block_serial = (reinterpret_cast<std::uintptr_t>(&w) << 20) ^ w.block_serial;
+  cudamux_grid_workspace = launch->grid_workspace;
   w.barrier_epoch = 0;
   if ((launch->flags & CUDAMUX_KERNEL_NO_BARRIERS) != 0)
     return run_direct(w, launch, message, message_size);
@@ -590,6 +600,37 @@ CUDAMUX_DEVICE_EXPORT void cudamux_trap(void) {
     }
     throw BlockAbort{};
   }
+}
+
+CUDAMUX_DEVICE_EXPORT void cudamux_yield(void) {
+  Worker* wp = t_worker;
+  if (wp == nullptr || wp->current == nullptr) {
+    // Barrier-free and split blocks cannot switch threads here: a spinning OS thread gives
+    // its core to the others (blocks it may wait for; cooperative grids have more threads
+    // than cores).
+    sched_yield();
+    return;
+  }
+  Worker& w = *wp;
+  Rec* r = w.current;
+  const unsigned t = linear_thread(w);
+  account_exits(w, r->accounted, t);  // threads this fiber finished before this one
+  r->accounted = t;
+  r->thread = t;
+  r->tid = cudamux_threadIdx;
+  if (!r->handed_off && t + 1 < w.n) {
+    r->handed_off = true;
+    w.ready.push_front(spawn(w, r->loop, r->args, t + 1));
+  }
+  // Threads parked at a warp collective or barrier that is now complete go on too (the ready
+  // queue is never empty while a thread spins, so the scheduler would not release them).
+  check_releases(w);
+  // Alone in the block's ready queue: the awaited write can only come from another block
+  // (another OS thread), so let it run.
+  if (w.ready.empty()) sched_yield();
+  w.ready.push_back(r);  // runnable again after the others
+  w.sched = std::move(w.sched).resume();
+  if (w.abort != 0) throw BlockAbort{};
 }
 
 CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_clock64(void) {

@@ -163,6 +163,10 @@ class BlockPool {
 
   // Runs every block of the launch; returns 0 or the first failing block's CUresult.
   int run(const cudamux_launch& launch, unsigned shared_bytes, std::string& message);
+  // A cooperative launch: every block on a thread of its own, all at once (CUDA guarantees
+  // co-residency, which grid.sync() relies on); the pool's threads are not used.
+  static int run_cooperative(const cudamux_launch& launch, unsigned shared_bytes,
+                             std::string& message);
 
  private:
   struct Job;
@@ -184,6 +188,7 @@ struct KernelLaunch {
   unsigned grid[3]{};
   unsigned block[3]{};
   unsigned shared_bytes = 0;
+  bool cooperative = false;  // cuLaunchCooperativeKernel: blocks co-resident, grid sync
   BlockPool* pool = nullptr;
   spdlog::logger* log = nullptr;
 };

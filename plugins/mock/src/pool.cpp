@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "kernels.hpp"
 #include "memory.hpp"
@@ -135,6 +136,59 @@ int BlockPool::run(const cudamux_launch& launch, unsigned shared_bytes, std::str
   return job.result;
 }
 
+int BlockPool::run_cooperative(const cudamux_launch& launch, unsigned shared_bytes,
+                               std::string& message) {
+  const std::uint64_t total = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+  volatile int abort = 0;
+  const_cast<cudamux_launch&>(launch).abort = &abort;
+  std::mutex mu;
+  int result = 0;
+  auto block = [&](std::uint64_t b) {
+    const DeviceMemoryAccess access;
+    const unsigned prefix = launch.static_shared_bytes;
+    // Each block's own buffer (its thread's): blocks run at the same time.
+    void* shared = static_cast<char*>(dyn_shared_buffer(prefix + shared_bytes)) + prefix;
+    const std::uint64_t gx = launch.grid.x, gxy = gx * launch.grid.y;
+    const cudamux_u3 idx{static_cast<unsigned>(b % gx), static_cast<unsigned>((b % gxy) / gx),
+                         static_cast<unsigned>(b / gxy)};
+    char text[1024];
+    text[0] = '\0';
+    const int rc = cudamux_run_block(&launch, idx, shared, text, sizeof text);
+    if (rc != 0) {
+      DeviceMemoryAccess::reassert();
+      std::lock_guard lock(mu);
+      if (result == 0) {
+        result = rc;
+        message = text;
+      }
+      __atomic_store_n(&abort, 1, __ATOMIC_RELAXED);
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(total > 0 ? total - 1 : 0);
+  try {
+    for (std::uint64_t b = 1; b < total; ++b) threads.emplace_back(block, b);
+  } catch (const std::exception& e) {
+    // Not enough threads for every block: blocks waiting in grid.sync() would wait forever.
+    __atomic_store_n(&abort, 1, __ATOMIC_RELAXED);
+    for (auto& t : threads) t.join();
+    message = std::string("cooperative launch: cannot start a thread per block: ") + e.what();
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  block(0);
+  for (auto& t : threads) t.join();
+  return result;
+}
+
+namespace {
+// Grid-sync workspaces of cooperative launches (16 bytes each, zeroed per launch), in this
+// library's static data so that memcheck accepts kernel accesses to them (loaded objects'
+// data is device-reachable). Ring of 256: that many cooperative launches never run at once
+// (each queue runs one launch at a time).
+alignas(64) std::uint32_t g_grid_workspaces[256][16];
+std::atomic<unsigned> g_next_workspace{0};
+}  // namespace
+
 be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::logger& log,
                           KernelLaunch& out) {
   auto* f = dynamic_cast<MockFunction*>(desc.function);
@@ -174,6 +228,7 @@ be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::l
     out.block[i] = desc.block[i];
   }
   out.shared_bytes = desc.shared_bytes;
+  out.cooperative = desc.cooperative;
   out.pool = &pool;
   out.log = &log;
   return be::kOk;
@@ -200,7 +255,15 @@ int execute_launch(const KernelLaunch& k) {
     };
   }
   std::string message;
-  const int rc = k.pool->run(l, k.shared_bytes, message);
+  int rc = 0;
+  if (k.cooperative) {
+    std::uint32_t* ws = g_grid_workspaces[g_next_workspace.fetch_add(1) % 256];
+    std::memset(ws, 0, sizeof g_grid_workspaces[0]);
+    l.grid_workspace = ws;
+    rc = BlockPool::run_cooperative(l, k.shared_bytes, message);
+  } else {
+    rc = k.pool->run(l, k.shared_bytes, message);
+  }
   if (rc != 0 && k.log != nullptr) {
     k.log->error("mock backend: kernel failed ({}): {}", rc, message);
   }

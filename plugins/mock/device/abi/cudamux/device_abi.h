@@ -82,6 +82,9 @@ typedef struct cudamux_launch {
   void (*hint)(void* user, const char* text);
   void* hint_user;
   unsigned long long id;  // distinct per launch: hints are sent once per kind and launch
+  // Cooperative launches: the grid-sync workspace (zeroed, 64 bytes) kernel code reaches
+  // through %envreg1/%envreg2; null otherwise.
+  void* grid_workspace;
 } cudamux_launch;
 
 // Runs one block on the calling thread; returns 0 or a CUresult value (assert, launch
@@ -124,6 +127,10 @@ unsigned long long cudamux_clock64(void);
 // cudaGraphSetConditional (issue 16): sets the value of a conditional graph node's handle
 // (a CUgraphConditionalHandle of the core). The entry PTX-compiled code calls too.
 void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);
+// A yield point of kernel code (nanosleep, a failed mbarrier wait, a spin-wait loop): on fibers
+// the calling thread lets the other threads of its block run first; elsewhere (barrier-free or
+// split blocks) the OS thread yields now and then, so that blocks on other threads progress.
+void cudamux_yield(void);
 
 // --- memory checks (issue 9) ---
 // Called by the __asan_* hooks of modules compiled in memcheck mode (-fsanitize=kernel-address

@@ -2804,3 +2804,151 @@ inline void wmma_mma(const u32* in, u32* out) {
 }
 
 }  // namespace cudamux::ptx::mma_ops
+
+// ============================================================================================
+// ptx-rest (issue 15 items 2 and 4): yield points, grid sync, mbarrier, named barriers with
+// arrival counts, exit from device functions, video instructions.
+// ============================================================================================
+extern "C" __thread void* cudamux_grid_workspace __attribute__((tls_model("initial-exec")));
+extern "C" __thread unsigned long long cudamux_block_serial
+    __attribute__((tls_model("initial-exec")));
+namespace cudamux::ptx {
+
+// nanosleep, a spin-wait loop's poll, a failed mbarrier wait: the other threads of the block
+// run first (fibers), or the OS thread yields now and then (barrier-free code).
+inline void yield() { cudamux_yield(); }
+
+// %envreg1 / %envreg2: the high / low halves of the cooperative launch's grid-sync workspace
+// (nvcc 12/13 inline grid.sync() as a counter at workspace + 4); 0 outside one, so grid.sync()
+// traps as on a GPU. Other environment registers read 0.
+inline u32 envreg(u32 n) {
+  const u64 w = static_cast<u64>(reinterpret_cast<__UINTPTR_TYPE__>(cudamux_grid_workspace));
+  return n == 1 ? static_cast<u32>(w >> 32) : n == 2 ? static_cast<u32>(w) : 0u;
+}
+
+// exit inside a .func: the function raises this flag and returns; every caller returns at once
+// when it is up after a call, and the kernel clears it as the thread ends. Per OS thread: no
+// thread switch happens between the exit and the kernel's return.
+inline bool& exit_flag() {
+  static thread_local bool f = false;
+  return f;
+}
+
+// ---- mbarrier (a 64-bit object in shared or global memory) --------------------------------
+// Layout (the ISA leaves it opaque): bits 0..20 pending arrivals of the current phase, 21..41
+// the expected count, 42..62 the pending transaction count (expect_tx/complete_tx, modulo
+// 2^21), bit 63 the phase parity. A phase completes when both pending counts reach 0: the
+// parity flips and the pending count restarts at the expected count. The state token an
+// arrive returns is the phase parity (bit 63) and the pending count after that arrival.
+namespace mbar {
+constexpr u64 kCount = (1ull << 21) - 1;
+CUDAMUX_PTX_INLINE u64 pending(u64 s) { return s & kCount; }
+CUDAMUX_PTX_INLINE u64 expected(u64 s) { return (s >> 21) & kCount; }
+CUDAMUX_PTX_INLINE u64 tx(u64 s) { return (s >> 42) & kCount; }
+CUDAMUX_PTX_INLINE u64 make(u64 phase, u64 tx, u64 exp, u64 pend) {
+  return (phase << 63) | ((tx & kCount) << 42) | ((exp & kCount) << 21) | (pend & kCount);
+}
+// Applies an arrival of `count` (drop: the expected count shrinks too) and `tx_add` expected
+// transaction bytes; returns the token.
+inline u64 update(void* addr, u32 count, bool drop, s64 tx_delta) {
+  u64* p = static_cast<u64*>(addr);
+  u64 old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  for (;;) {
+    const u64 phase = old >> 63;
+    u64 pend = pending(old), exp = expected(old);
+    u64 t = (tx(old) + static_cast<u64>(tx_delta)) & kCount;
+    pend = pend >= count ? pend - count : 0;
+    if (drop) exp = exp >= count ? exp - count : 0;
+    u64 next = make(phase, t, exp, pend);
+    if (pend == 0 && t == 0) next = make(phase ^ 1u, 0, exp, exp);  // the phase completes
+    if (__atomic_compare_exchange_n(p, &old, next, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+      return (phase << 63) | pend;
+  }
+}
+}  // namespace mbar
+inline void mbarrier_init(void* addr, u32 count) {
+  __atomic_store_n(static_cast<u64*>(addr), mbar::make(0, 0, count, count), __ATOMIC_RELEASE);
+}
+inline void mbarrier_inval(void* addr) {
+  __atomic_store_n(static_cast<u64*>(addr), 0ull, __ATOMIC_RELEASE);
+}
+// arrive{.noComplete}, arrive_drop, arrive.expect_tx (count arrivals, tx bytes expected first).
+inline u64 mbarrier_arrive(void* addr, u32 count, bool drop, u32 expect_tx) {
+  return mbar::update(addr, count, drop, static_cast<s64>(expect_tx));
+}
+inline void mbarrier_expect_tx(void* addr, u32 bytes) {
+  (void)mbar::update(addr, 0, false, static_cast<s64>(bytes));
+}
+inline void mbarrier_complete_tx(void* addr, u32 bytes) {
+  (void)mbar::update(addr, 0, false, -static_cast<s64>(bytes));
+}
+// test_wait / try_wait: has the phase of `token` (or, .parity, the phase with that parity)
+// completed? A false answer is a yield point: spinning callers let the others arrive.
+inline bool mbarrier_test(void* addr, u64 token_or_parity, bool parity) {
+  const u64 now = __atomic_load_n(static_cast<const u64*>(addr), __ATOMIC_ACQUIRE) >> 63;
+  const u64 waited = parity ? (token_or_parity & 1u) : (token_or_parity >> 63);
+  if (now != waited) return true;
+  yield();
+  return (__atomic_load_n(static_cast<const u64*>(addr), __ATOMIC_ACQUIRE) >> 63) != waited;
+}
+inline u32 mbarrier_pending_count(u64 token) { return static_cast<u32>(mbar::pending(token)); }
+
+// ---- named barriers with arrival counts (bar.arrive / bar.sync id, n) ---------------------
+// Used by kernels of modules that contain bar.arrive (producer/consumer): 16 barriers per
+// block, kept in TLS (a block runs on one OS thread) and reset when a new block starts. A
+// barrier completes when `count` threads have arrived (bar.sync or bar.arrive); bar.sync
+// waits, yielding, until its phase completes.
+namespace named_bar {
+struct state {
+  unsigned long long block = 0;
+  u32 arrived[16];
+  u32 generation[16];
+};
+inline state& get() {
+  static thread_local state s;
+  if (s.block != cudamux_block_serial) {
+    s.block = cudamux_block_serial;
+    for (int i = 0; i < 16; ++i) s.arrived[i] = s.generation[i] = 0;
+  }
+  return s;
+}
+inline u32 arrive(u32 id, u32 count) {
+  state& s = get();
+  id &= 15u;
+  if (count == 0) count = blockDim.x * blockDim.y * blockDim.z;
+  const u32 gen = s.generation[id];
+  if (++s.arrived[id] >= count) {
+    s.arrived[id] = 0;
+    ++s.generation[id];
+  }
+  return gen;
+}
+}  // namespace named_bar
+inline void bar_arrive_named(u32 id, u32 count) { (void)named_bar::arrive(id, count); }
+inline void bar_sync_named(u32 id, u32 count) {
+  const u32 gen = named_bar::arrive(id, count);
+  while (named_bar::get().generation[id & 15u] == gen) yield();
+}
+
+// ---- video instructions nvcc emits (__vabsdiffs2/4, __vsads2/4 ...) -----------------------
+// vabsdiff{2,4}.dtype.atype.btype{.add} d, a, b, c: per-lane |a - b| of 16-bit (2) or 8-bit
+// (4) lanes, signed or unsigned; .add sums the lanes' differences into c, else each lane
+// replaces c's lane (all lanes selected). Signed/unsigned per source operand.
+template <int Lanes, bool Sa, bool Sb, bool Add>
+inline u32 vabsdiff(u32 a, u32 b, u32 c) {
+  constexpr int w = 32 / Lanes;
+  constexpr u32 m = (w == 32) ? 0xffffffffu : ((1u << w) - 1u);
+  u32 d = c, sum = 0;
+  for (int i = 0; i < Lanes; ++i) {
+    const u32 ua = (a >> (i * w)) & m, ub = (b >> (i * w)) & m;
+    const s32 x = Sa ? static_cast<s32>(ua << (32 - w)) >> (32 - w) : static_cast<s32>(ua);
+    const s32 y = Sb ? static_cast<s32>(ub << (32 - w)) >> (32 - w) : static_cast<s32>(ub);
+    const u32 diff = static_cast<u32>(x > y ? x - y : y - x);
+    if (Add)
+      sum += diff;
+    else
+      d = (d & ~(m << (i * w))) | ((diff & m) << (i * w));
+  }
+  return Add ? c + sum : d;
+}
+}  // namespace cudamux::ptx
