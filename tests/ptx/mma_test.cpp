@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cudamux/ptx/emit_cpp.hpp"
@@ -226,16 +227,17 @@ TEST(PtxMmaParse, ShapesLayoutsAndTypes) {
   EXPECT_EQ(1, mov);
   EXPECT_EQ(1, satf);
   EXPECT_EQ(20, wmma);
-  // Nothing in the fixture is left unsupported by the back end, and every kernel gets a split
-  // twin (per-block state machine) whose warp resolution calls the per-lane helpers.
+  // Nothing in the fixture is left unsupported by the back end, and every kernel but the wmma
+  // ones gets a split twin (per-block state machine) whose warp resolution calls the per-lane
+  // helpers; wmma kernels stay on fibers (wrong sums on the region-loop twins, docs/ptx.md).
   const auto e = cudamux::ptx::emit_cpp(*m);
   for (const auto& u : e.unsupported) ADD_FAILURE() << u.message;
-  for (const auto& k : mma_ref::cases())
-    EXPECT_NE(std::string::npos,
-              e.source.find("::cudamux::detail::entry<&" + std::string(k.kernel) + ", 3u, &"))
-        << k.kernel << " has no split twin";
-  for (const char* helper :
-       {"mma_lane<", "mma_f64_lane", "ldmatrix_lane<", "movmatrix_lane", "wmma_mma_lane<"})
+  for (const auto& k : mma_ref::cases()) {
+    const bool twin = e.source.find("::cudamux::detail::entry<&" + std::string(k.kernel) +
+                                    ", 3u, &") != std::string::npos;
+    EXPECT_EQ(std::string_view(k.kernel).substr(0, 4) != "wmma", twin) << k.kernel;
+  }
+  for (const char* helper : {"mma_lane<", "mma_f64_lane", "ldmatrix_lane<", "movmatrix_lane"})
     EXPECT_NE(std::string::npos, e.source.find(helper)) << helper;
   // Without splitting, the kernels run on fibers (flags 0: they reach warp collectives).
   cudamux::ptx::EmitOptions off;

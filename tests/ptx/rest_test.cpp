@@ -61,7 +61,9 @@ class PtxRest : public ::testing::TestWithParam<int> {
   CUdeviceptr upload(const std::vector<T>& v) {
     CUdeviceptr p = 0;
     EXPECT_OK(cuMemAlloc(&p, std::max<size_t>(v.size() * sizeof(T), 4)));
-    if (!v.empty()) EXPECT_OK(cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)));
+    if (!v.empty()) {
+      EXPECT_OK(cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)));
+    }
     return p;
   }
   template <class T>
