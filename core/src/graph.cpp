@@ -472,6 +472,19 @@ std::shared_ptr<core::CondHandle> find_handle(const Graph& g, CUgraphConditional
   return nullptr;
 }
 
+// Whether a conditional node of `g` (its child graphs and bodies included) uses `h`.
+bool handle_in_use(const Graph& g, const core::CondHandle* h) {
+  for (const auto& n : g.nodes) {
+    if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      if (n->cond.handle.get() == h) return true;
+      for (const auto& b : n->cond.bodies)
+        if (b && handle_in_use(*b, h)) return true;
+    }
+    if (n->child && handle_in_use(*n->child, h)) return true;
+  }
+  return false;
+}
+
 // A conditional node of `g` (cuGraphAddNode): its handle checked, its bodies created.
 CUresult fill_conditional(GraphNode& probe, const Graph& g, const CUDA_CONDITIONAL_NODE_PARAMS& p,
                           const char* fn) {
@@ -484,6 +497,11 @@ CUresult fill_conditional(GraphNode& probe, const Graph& g, const CUDA_CONDITION
   if (h->ctx != ctx)
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "the node's context is not the conditional handle's context");
+  // One node per handle: NVIDIA's driver 580 refuses a second node with the same handle
+  // (measured on an H100, 2026-11-26).
+  if (h->graph && handle_in_use(*h->graph, h.get()))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "the conditional handle already belongs to another conditional node");
   switch (p.type) {
     case CU_GRAPH_COND_TYPE_IF:
       if (p.size != 1 && p.size != 2)

@@ -99,6 +99,9 @@ class GraphConditional : public Driver {
   }
 
   void load_kernels() {
+    if (oracle())
+      GTEST_SKIP() << "NVIDIA's NVRTC 13.0 does not declare cudaGraphSetConditional (measured on "
+                      "an H100: 'identifier is undefined'); cudamux's NVRTC declares it";
     nvrtcProgram prog = nullptr;
     ASSERT_EQ(NVRTC_SUCCESS, nvrtcCreateProgram(&prog, kKernels, "cond.cu", 0, nullptr, nullptr));
     const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
@@ -236,8 +239,15 @@ TEST_F(GraphConditional, NodeSizesTypesAndHandlesAreChecked) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, conditional(g, {}, h, CU_GRAPH_COND_TYPE_SWITCH, 0, bodies));
   EXPECT_NE(CUDA_SUCCESS,
             conditional(g, {}, h, static_cast<CUgraphConditionalNodeType>(7), 1, bodies));
-  // A handle of another graph.
-  EXPECT_NE(CUDA_SUCCESS, conditional(g, {}, foreign, CU_GRAPH_COND_TYPE_IF, 1, bodies));
+  // A handle of another graph: cudamux refuses it; NVIDIA's driver 580 accepts it when the node
+  // is added (measured on an H100, 2026-11-26), so the oracle run skips the check. A scratch
+  // graph keeps that node out of `g`.
+  if (conformance::backend() != "cuda") {
+    CUgraph scratch = nullptr;
+    ASSERT_OK(cuGraphCreate(&scratch, 0));
+    EXPECT_NE(CUDA_SUCCESS, conditional(scratch, {}, foreign, CU_GRAPH_COND_TYPE_IF, 1, bodies));
+    EXPECT_OK(cuGraphDestroy(scratch));
+  }
   // IF takes 1 or 2 bodies (CUDA 13: the second is the else branch); SWITCH any number.
   CUgraphNode n = nullptr;
   ASSERT_OK(conditional(g, {}, h, CU_GRAPH_COND_TYPE_IF, 2, bodies, &n));
@@ -249,7 +259,11 @@ TEST_F(GraphConditional, NodeSizesTypesAndHandlesAreChecked) {
   size_t count = 99;
   EXPECT_OK(cuGraphGetNodes(bodies[0], nullptr, &count));
   EXPECT_EQ(0u, count);
-  ASSERT_OK(conditional(g, {n}, h, CU_GRAPH_COND_TYPE_SWITCH, 5, bodies));
+  // A handle belongs to one node (NVIDIA's driver 580, measured): a second node needs its own.
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, conditional(g, {n}, h, CU_GRAPH_COND_TYPE_SWITCH, 5, bodies));
+  CUgraphConditionalHandle h2 = 0;
+  ASSERT_OK(cuGraphConditionalHandleCreate(&h2, g, ctx, 0, 0));
+  ASSERT_OK(conditional(g, {n}, h2, CU_GRAPH_COND_TYPE_SWITCH, 5, bodies));
   EXPECT_EQ(5u, bodies.size());
   EXPECT_OK(cuGraphGetNodes(g, nullptr, &count));
   EXPECT_EQ(2u, count);
@@ -344,6 +358,7 @@ TEST_F(GraphConditional, SampleIfFromDeviceCode) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle h = 0;
@@ -373,6 +388,7 @@ TEST_F(GraphConditional, SampleIfElseFromDeviceCode) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle h = 0;
@@ -402,6 +418,7 @@ TEST_F(GraphConditional, SampleWhileCountdown) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle h = 0;
@@ -434,6 +451,7 @@ TEST_F(GraphConditional, SampleSwitchFromDeviceCode) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle h = 0;
@@ -463,6 +481,7 @@ TEST_F(GraphConditional, AssignDefaultAtEachLaunch) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle h = 0;
@@ -488,6 +507,7 @@ TEST_F(GraphConditional, NestedConditionals) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle loop = 0, odd = 0;
@@ -599,6 +619,7 @@ TEST_F(GraphConditional, BodyWorkIsOrderedBeforeLaterWorkOnTheStream) {
   if (refused_on_cuda_backend()) return;
   CUDAMUX_KNOWN_DIFFERENCE("hip", kFakeHipRunsNoKernels);
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   constexpr int n = 4096;
   CUdeviceptr buf = 0;
   ASSERT_OK(cuMemAlloc_v2(&buf, 2 * n * sizeof(int)));
@@ -648,6 +669,7 @@ TEST_F(GraphConditional, BodyKernelFailureReachesTheLaunchingStream) {
   // On NVIDIA's driver the trap's sticky error spoils every later context of the process.
   if (conformance::backend() == "cuda") GTEST_SKIP() << "a trapping launch poisons the process";
   load_kernels();
+  if (IsSkipped() || HasFatalFailure()) return;
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
   CUgraphConditionalHandle h = 0;
