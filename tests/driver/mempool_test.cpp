@@ -105,6 +105,18 @@ TEST_F(MemPool, DefaultPoolExistsAndIsStable) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(a)) << "a default pool cannot be destroyed";
 }
 
+// Programs ask before they use pools (NVIDIA's samples waive without them): a device whose
+// pools work says so, and names the handle type its pools export.
+TEST_F(MemPool, TheDeviceSaysItHasPools) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", "the tests' fake HIP reports no memory pools");
+  int pools = 0, handle_types = 0;
+  ASSERT_OK(cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev));
+  EXPECT_EQ(1, pools);
+  ASSERT_OK(
+      cuDeviceGetAttribute(&handle_types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, dev));
+  EXPECT_NE(0, handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+}
+
 TEST_F(MemPool, AllocFreeAsyncRoundTrip) {
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

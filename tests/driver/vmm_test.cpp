@@ -44,6 +44,18 @@ CUmemAccessDesc read_write(CUdevice dev) {
   return d;
 }
 
+// Programs ask before they use VMM (NVIDIA's vectorAddMMAP waives without it).
+TEST_F(Vmm, TheDeviceSaysItHasVmmAndFileDescriptorHandles) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  int vmm = 0, fds = 0;
+  ASSERT_OK(
+      cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev));
+  EXPECT_EQ(1, vmm);
+  ASSERT_OK(cuDeviceGetAttribute(
+      &fds, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev));
+  EXPECT_EQ(1, fds);
+}
+
 TEST_F(Vmm, GranularityIsAPowerOfTwoAndPropertiesAreChecked) {
   CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
   const CUmemAllocationProp prop = device_prop(dev);

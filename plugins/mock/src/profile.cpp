@@ -107,7 +107,7 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(CONCURRENT_MANAGED_ACCESS, 1),
     ROW(COMPUTE_PREEMPTION_SUPPORTED, 1),
     ROW(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 1),  // host_device_pointer is the identity
-    ROW(CAN_USE_STREAM_MEM_OPS_V1, 1),  // Queue::wait_value / write_value (issue 17)
+    ROW(CAN_USE_STREAM_MEM_OPS_V1, 1),                // Queue::wait_value / write_value (issue 17)
     ROW(CAN_USE_64_BIT_STREAM_MEM_OPS_V1, 1),
     ROW(CAN_USE_STREAM_WAIT_VALUE_NOR_V1, 1),
     ROW(COOPERATIVE_LAUNCH, 1),
@@ -117,8 +117,8 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(HOST_REGISTER_SUPPORTED, 1),
     ROW(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0),
     ROW(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0),
-    ROW(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),  // no cuMemCreate/cuMemMap in the interface
-    ROW(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0),
+    ROW(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1),          // the core's VMM (issue 17)
+    ROW(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1),  // VMM handles and pools export fds
     ROW(HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, 0),
     ROW(HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0),
     ROW(MAX_BLOCKS_PER_MULTIPROCESSOR, 32),
@@ -130,12 +130,12 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(SPARSE_CUDA_ARRAY_SUPPORTED, 0),          // no CUDA arrays in the interface
     ROW(READ_ONLY_HOST_REGISTER_SUPPORTED, 1),  // the flag is accepted; the mock cannot enforce it
     ROW(TIMELINE_SEMAPHORE_INTEROP_SUPPORTED, 0),
-    ROW(MEMORY_POOLS_SUPPORTED, 0),  // no cuMemPool* in the interface
+    ROW(MEMORY_POOLS_SUPPORTED, 1),  // the core's stream-ordered pools (issue 16)
     ROW(GPU_DIRECT_RDMA_SUPPORTED, 0),
     ROW(GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, 0),
     ROW(GPU_DIRECT_RDMA_WRITES_ORDERING, 0),
-    ROW(MEMPOOL_SUPPORTED_HANDLE_TYPES, 0),
-    ROW(CLUSTER_LAUNCH, 1),  // a 9.0 feature that launch-configuration code queries
+    ROW(MEMPOOL_SUPPORTED_HANDLE_TYPES, 1),  // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+    ROW(CLUSTER_LAUNCH, 1),                  // a 9.0 feature that launch-configuration code queries
     ROW(DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, 0),
     ROW(CAN_USE_64_BIT_STREAM_MEM_OPS, 1),
     ROW(CAN_USE_STREAM_WAIT_VALUE_NOR, 1),
