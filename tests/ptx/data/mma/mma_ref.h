@@ -37,7 +37,8 @@ inline uint16_t f2h(float f) {
   std::frexp(static_cast<float>(mi), &e2);
   const int exp = q + e2 - 1;                              // unbiased exponent of the value
   if (exp < -14) return static_cast<uint16_t>(sign | mi);  // subnormal: mi * 2^-24
-  const uint32_t frac = (mi << (11 - e2)) & 0x3ffu;
+  // mi may have rounded up to 2048 (e2 == 12): then it is a power of two and the fraction 0.
+  const uint32_t frac = (e2 <= 11 ? mi << (11 - e2) : mi >> (e2 - 11)) & 0x3ffu;
   return static_cast<uint16_t>(sign | static_cast<uint32_t>(exp + 15) << 10 | frac);
 }
 inline float bf2f(uint16_t b) {
