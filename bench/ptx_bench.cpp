@@ -26,30 +26,16 @@
 #include <vector>
 
 #include "cudamux/backend.hpp"
+#include "mock_backend.hpp"
 
 namespace be = cudamux::backend;
 
 namespace {
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "bench_ptx: %s\n", what.c_str());
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string& what) { cudamux::bench::die("bench_ptx", what); }
 
 std::unique_ptr<be::Backend> make_backend(const std::string& toml_text) {
-  static void* handle = ::dlopen(CUDAMUX_MOCK_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) die(::dlerror());
-  auto create = reinterpret_cast<be::Backend* (*)(const be::PluginHost&, std::string&)>(
-      ::dlsym(handle, be::kCreateSymbol));
-  be::PluginHost host;
-  host.logger =
-      std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
-  const toml::table doc = toml::parse(toml_text);
-  host.config = doc["mock"].as_table();
-  std::string error;
-  std::unique_ptr<be::Backend> b(create(host, error));
-  if (!b) die(error);
-  return b;
+  return cudamux::bench::make_mock_backend("bench_ptx", toml_text);
 }
 
 std::string ptx_text() {

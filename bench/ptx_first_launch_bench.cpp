@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cudamux/backend.hpp"
+#include "mock_backend.hpp"
 
 namespace be = cudamux::backend;
 
@@ -33,30 +34,11 @@ namespace {
 bool g_verbose = false;  // --verbose: the mock's debug log (compile times) on stderr
 
 [[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "bench_ptx_first_launch: %s\n", what.c_str());
-  std::exit(1);
+  cudamux::bench::die("bench_ptx_first_launch", what);
 }
 
 std::unique_ptr<be::Backend> make_backend(const std::string& toml_text) {
-  static void* handle = ::dlopen(CUDAMUX_MOCK_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) die(::dlerror());
-  auto create = reinterpret_cast<be::Backend* (*)(const be::PluginHost&, std::string&)>(
-      ::dlsym(handle, be::kCreateSymbol));
-  be::PluginHost host;
-  if (g_verbose) {
-    host.logger = std::make_shared<spdlog::logger>(
-        "bench", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    host.logger->set_level(spdlog::level::debug);
-  } else {
-    host.logger =
-        std::make_shared<spdlog::logger>("bench", std::make_shared<spdlog::sinks::null_sink_mt>());
-  }
-  const toml::table doc = toml::parse(toml_text);
-  host.config = doc["mock"].as_table();
-  std::string error;
-  std::unique_ptr<be::Backend> b(create(host, error));
-  if (!b) die(error);
-  return b;
+  return cudamux::bench::make_mock_backend("bench_ptx_first_launch", toml_text, g_verbose);
 }
 
 // nvcc-like PTX: kernel k scales, offsets and (odd k) reduces through shared memory with
