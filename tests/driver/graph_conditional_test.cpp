@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace {
 
@@ -102,20 +103,8 @@ class GraphConditional : public Driver {
     if (oracle())
       GTEST_SKIP() << "NVIDIA's NVRTC 13.0 does not declare cudaGraphSetConditional (measured on "
                       "an H100: 'identifier is undefined'); cudamux's NVRTC declares it";
-    nvrtcProgram prog = nullptr;
-    ASSERT_EQ(NVRTC_SUCCESS, nvrtcCreateProgram(&prog, kKernels, "cond.cu", 0, nullptr, nullptr));
-    const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
-    size_t size = 0;
-    std::string log;
-    if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
-      log.assign(size, '\0');
-      (void)nvrtcGetProgramLog(prog, log.data());
-    }
-    ASSERT_EQ(NVRTC_SUCCESS, r) << log;
-    ASSERT_EQ(NVRTC_SUCCESS, nvrtcGetPTXSize(prog, &size));
-    std::string image(size, '\0');
-    ASSERT_EQ(NVRTC_SUCCESS, nvrtcGetPTX(prog, image.data()));
-    (void)nvrtcDestroyProgram(&prog);
+    std::string image, log;
+    ASSERT_TRUE(conformance::compile_ptx(kKernels, "cond.cu", image, log)) << log;
     ASSERT_OK(cuModuleLoadData(&module, image.data()));
     for (auto [f, name] : {std::pair{&set_from, "set_from"},
                            {&set_value, "set_value"},

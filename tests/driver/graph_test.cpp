@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace {
 
@@ -41,20 +42,8 @@ class Graph : public Driver {
  protected:
   void SetUp() override {
     Driver::SetUp();
-    nvrtcProgram prog = nullptr;
-    ASSERT_EQ(NVRTC_SUCCESS, nvrtcCreateProgram(&prog, kKernels, "graph.cu", 0, nullptr, nullptr));
-    const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
-    size_t size = 0;
-    std::string log;
-    if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
-      log.assign(size, '\0');
-      (void)nvrtcGetProgramLog(prog, log.data());
-    }
-    ASSERT_EQ(NVRTC_SUCCESS, r) << log;
-    ASSERT_EQ(NVRTC_SUCCESS, nvrtcGetPTXSize(prog, &size));
-    std::string image(size, '\0');
-    ASSERT_EQ(NVRTC_SUCCESS, nvrtcGetPTX(prog, image.data()));
-    (void)nvrtcDestroyProgram(&prog);
+    std::string image, log;
+    ASSERT_TRUE(conformance::compile_ptx(kKernels, "graph.cu", image, log)) << log;
     ASSERT_OK(cuModuleLoadData(&module, image.data()));
     ASSERT_OK(cuModuleGetFunction(&add, module, "add"));
     ASSERT_OK(cuModuleGetFunction(&mul, module, "mul"));

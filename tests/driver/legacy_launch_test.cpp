@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace conformance {
 namespace {
@@ -25,22 +26,7 @@ constexpr char kFillSource[] =
 
 // NVRTC through cudamux's libnvrtc (the backend's compiler).
 bool compile(const char* source, std::string& image, std::string& log) {
-  nvrtcProgram prog = nullptr;
-  if (nvrtcCreateProgram(&prog, source, "legacy.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
-    return false;
-  const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
-  size_t size = 0;
-  if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
-    log.assign(size, '\0');
-    (void)nvrtcGetProgramLog(prog, log.data());
-  }
-  bool ok = r == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
-  if (ok) {
-    image.assign(size, '\0');
-    ok = nvrtcGetPTX(prog, image.data()) == NVRTC_SUCCESS;
-  }
-  (void)nvrtcDestroyProgram(&prog);
-  return ok;
+  return conformance::compile_ptx(source, "legacy.cu", image, log);
 }
 
 // The block shape, shared memory size and argument buffer are the function's state; each

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace conformance {
 namespace {
@@ -28,24 +29,7 @@ constexpr char kAddSource[] = R"(extern "C" __global__ void add_values(unsigned*
 
 // The backend's NVRTC output ("PTX"); false with the log on failure.
 bool compile(const char* source, const char* name, std::string& image, std::string& log) {
-  nvrtcProgram prog = nullptr;
-  if (nvrtcCreateProgram(&prog, source, name, 0, nullptr, nullptr) != NVRTC_SUCCESS) {
-    log = "nvrtcCreateProgram failed";
-    return false;
-  }
-  const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
-  size_t size = 0;
-  if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
-    log.assign(size, '\0');
-    (void)nvrtcGetProgramLog(prog, log.data());
-  }
-  bool ok = r == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
-  if (ok) {
-    image.assign(size, '\0');
-    ok = nvrtcGetPTX(prog, image.data()) == NVRTC_SUCCESS;
-  }
-  (void)nvrtcDestroyProgram(&prog);
-  return ok;
+  return conformance::compile_ptx(source, name, image, log);
 }
 
 class LinkedPrograms : public Link {

@@ -1,0 +1,35 @@
+// NVRTC through whichever libnvrtc the test runs with (cudamux's over the backend's compiler,
+// or NVIDIA's in the oracle run): the conformance cases that build their own kernels.
+#pragma once
+
+#include <nvrtc.h>
+
+#include <string>
+
+namespace conformance {
+
+// `source` compiled with no options into `image` (PTX or the backend's own image); false with
+// NVRTC's log in `log` on failure.
+inline bool compile_ptx(const char* source, const char* name, std::string& image,
+                        std::string& log) {
+  nvrtcProgram prog = nullptr;
+  if (nvrtcCreateProgram(&prog, source, name, 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+    log = "nvrtcCreateProgram failed";
+    return false;
+  }
+  const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
+    log.assign(size, '\0');
+    (void)nvrtcGetProgramLog(prog, log.data());
+  }
+  bool ok = r == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
+  if (ok) {
+    image.assign(size, '\0');
+    ok = nvrtcGetPTX(prog, image.data()) == NVRTC_SUCCESS;
+  }
+  (void)nvrtcDestroyProgram(&prog);
+  return ok;
+}
+
+}  // namespace conformance
