@@ -10,6 +10,7 @@
 // whole module is one translation unit compiled at load.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -156,13 +157,18 @@ class LazyPtxFunction final : public LazyFunction {
   }
 
   be::Status materialize(MockFunction*& out) override {
+    // Every launch asks: once compiled, the answer is one acquire load, no lock.
+    if (MockFunction* ready = loaded_.load(std::memory_order_acquire)) {
+      out = ready;
+      return be::kOk;
+    }
     std::lock_guard lock(mu_);
-    if (loaded_ == nullptr) {
+    if (loaded_.load(std::memory_order_relaxed) == nullptr) {
       if (!failed_.ok()) return failed_;  // a kernel that does not compile fails every launch
       failed_ = compile_and_load();
       if (!failed_.ok()) return failed_;
     }
-    out = loaded_;
+    out = loaded_.load(std::memory_order_relaxed);
     return be::kOk;
   }
 
@@ -190,11 +196,12 @@ class LazyPtxFunction final : public LazyFunction {
       }
       std::memcpy(table, state_->addresses.data(), state_->addresses.size() * sizeof(void*));
     }
-    loaded_ = dynamic_cast<MockFunction*>(module_->function(name()));
-    if (loaded_ == nullptr) {
+    auto* const loaded = dynamic_cast<MockFunction*>(module_->function(name()));
+    if (loaded == nullptr) {
       log.error("mock backend: kernel {} is missing from its compiled code", name());
       return status(CUDA_ERROR_NOT_FOUND);
     }
+    loaded_.store(loaded, std::memory_order_release);  // after the variable table is bound
     log.debug("mock backend: PTX kernel {} ready in {:.1f} ms (translation and compilation {:.1f})",
               name(), ms_since(t0), compiled);
     return be::kOk;
@@ -207,8 +214,8 @@ class LazyPtxFunction final : public LazyFunction {
   cudamux_kernel_desc desc_{};
   std::mutex mu_;
   std::unique_ptr<be::Module> module_;  // the kernel's own object, once compiled
-  MockFunction* loaded_ = nullptr;
-  be::Status failed_ = be::kOk;
+  std::atomic<MockFunction*> loaded_{nullptr};
+  be::Status failed_ = be::kOk;  // under mu_
 };
 
 class LazyPtxModule final : public be::Module {
