@@ -1313,20 +1313,29 @@ CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out, C
   if (!pHandle_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (flags & ~static_cast<unsigned>(CU_GRAPH_COND_ASSIGN_DEFAULT))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "flags must be 0 or CU_GRAPH_COND_ASSIGN_DEFAULT");
-  // The cuda backend runs NVIDIA's kernels, whose cudaGraphSetConditional needs NVIDIA's own
-  // handles; cudamux's graphs replay there node by node, so conditional nodes are refused.
-  if (core::Core::get().backend().name() == "cuda") {
-    core::Core::get().log().warn(
-        "{}: conditional nodes are not supported on the cuda backend (NVIDIA's device code "
-        "sets NVIDIA's handles, not cudamux's): returning CUDA_ERROR_NOT_SUPPORTED",
-        fn);
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
   std::lock_guard lock(core::graph_mutex());
   Graph* g = core::graph_of(hGraph);
   if (!g) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid graph");
   core::Context* c = nullptr;
   if (CUresult r = core::context_or_current(ctx, c, fn)) return r;
+  // A device whose kernels set handles themselves (NVIDIA's cudaGraphSetConditional) needs
+  // them made in its own graph: one per root graph, which conditional bodies share.
+  Graph* root = g;
+  while (root->parent) root = root->parent->graph;
+  std::shared_ptr<backend::NativeCondScope> scope = root->native_scope;
+  if (!scope) {
+    backend::Status st;
+    if (c->impl->create_cond_scope(scope, st)) {
+      if (!st.ok()) return core::Core::get().map(st, fn);
+      root->native_scope = scope;
+    }
+  }
+  std::uint64_t native_id = 0;
+  if (scope) {
+    if (auto st = c->impl->create_cond_handle(*scope, defaultLaunchValue, flags, native_id);
+        !st.ok())
+      return core::Core::get().map(st, fn);
+  }
   auto h = std::make_shared<core::CondHandle>();
   h->graph = g;
   h->ctx = c;
@@ -1335,6 +1344,8 @@ CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out, C
   // Without CU_GRAPH_COND_ASSIGN_DEFAULT the value is whatever device code last set; it starts
   // at the default.
   h->value.store(defaultLaunchValue, std::memory_order_relaxed);
+  h->native_id = native_id;
+  h->scope = std::move(scope);
   *pHandle_out = h->id();
   g->cond_handles.push_back(std::move(h));
   return CUDA_SUCCESS;

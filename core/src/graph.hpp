@@ -97,8 +97,13 @@ struct CondHandle {
   Context* ctx = nullptr;
   unsigned default_value = 0;
   unsigned flags = 0;  // CU_GRAPH_COND_ASSIGN_DEFAULT
+  // A device that sets handles itself (the cuda backend: NVIDIA's kernels call NVIDIA's
+  // cudaGraphSetConditional) made this handle in `scope`; `value` is then unused.
+  std::uint64_t native_id = 0;
+  std::shared_ptr<backend::NativeCondScope> scope;
   [[nodiscard]] CUgraphConditionalHandle id() const noexcept {
-    return reinterpret_cast<CUgraphConditionalHandle>(&value);
+    return scope ? static_cast<CUgraphConditionalHandle>(native_id)
+                 : reinterpret_cast<CUgraphConditionalHandle>(&value);
   }
 };
 
@@ -141,6 +146,9 @@ struct Graph {
   std::map<UserObject*, unsigned> user_objects;           // references the graph holds
   CaptureSession* capturing = nullptr;                    // a capture currently adding to it
   std::vector<std::shared_ptr<CondHandle>> cond_handles;  // created for this graph
+  // The device graph the handles of this graph and of its bodies belong to (root graphs
+  // only; backends whose device sets handles itself).
+  std::shared_ptr<backend::NativeCondScope> native_scope;
   // Executable graphs alive that were instantiated from it (CUDA allows one at a time for a
   // graph with conditional nodes); shared with them, as the graph may go first.
   std::shared_ptr<std::atomic<int>> instances = std::make_shared<std::atomic<int>>(0);

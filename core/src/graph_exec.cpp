@@ -232,7 +232,8 @@ backend::Status make_cond_queues(GraphExec& x, Context& ctx) {
 
 backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& recorded,
                          bool capturing) {
-  if (!x.reset_handles.empty()) {
+  // A device graph (capturing) resets its own handles.
+  if (!capturing && !x.reset_handles.empty()) {
     auto* r = new CondReset{x.reset_handles};
     if (auto st = q.host_function(&reset_handles, r); !st.ok()) {
       delete r;
@@ -273,6 +274,20 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
         st = run_exec(*n.child, q, recorded, capturing);
         break;
       case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+        if (capturing) {
+          // The device's own conditional node (its kernels set the device's handle).
+          std::vector<std::function<backend::Status(backend::Queue&)>> bodies;
+          for (const auto& b : n.cond->bodies) {
+            GraphExec* body = b.get();
+            bodies.emplace_back([body, &recorded](backend::Queue& bq) {
+              return run_exec(*body, bq, recorded, /*capturing=*/true);
+            });
+          }
+          if (!n.cond->handle->scope ||
+              !q.conditional(n.cond->handle->native_id, n.cond->type, bodies, st))
+            st = Core::get().backend().errors().not_supported();
+          break;
+        }
         auto* run = new CondRun{n.cond, n.cond->handle};
         st = q.host_function(&run_conditional, run);
         if (!st.ok()) delete run;
@@ -307,6 +322,21 @@ backend::Status run_exec(GraphExec& x, backend::Queue& q, std::vector<Event*>& r
 }
 
 namespace {
+// The device graph owning the handles of x's conditional nodes (bodies included), or null
+// when the core keeps them.
+backend::NativeCondScope* native_cond_scope(const GraphExec& x) {
+  for (const ExecNode& n : x.nodes) {
+    if (n.cond) {
+      if (n.cond->handle && n.cond->handle->scope) return n.cond->handle->scope.get();
+      for (const auto& b : n.cond->bodies)
+        if (auto* s = native_cond_scope(*b)) return s;
+    } else if (n.child) {
+      if (auto* s = native_cond_scope(*n.child)) return s;
+    }
+  }
+  return nullptr;
+}
+
 // The events of the graph's enabled record nodes (their records are submitted by a launch).
 void collect_record_events(const GraphExec& x, std::vector<Event*>& out) {
   for (const ExecNode& n : x.nodes) {
@@ -356,8 +386,10 @@ CUresult launch_exec(GraphExec& x, Stream& s, const char* fn) {
       wait_previous = true;
     }
   }
-  if (x.has_conditional) {
-    // Conditional nodes run on the core's replay (the cuda backend refuses their handles).
+  // Handles the device sets itself (the cuda backend) need the device's own graph; the core's
+  // handles run on the core's replay.
+  backend::NativeCondScope* cond_scope = x.has_conditional ? native_cond_scope(x) : nullptr;
+  if (x.has_conditional && !cond_scope) {
     x.native_tried = true;
     if (auto st = make_cond_queues(x, *s.ctx); !st.ok()) return core.map(st, fn);
   }
@@ -367,10 +399,18 @@ CUresult launch_exec(GraphExec& x, Stream& s, const char* fn) {
     x.native_ctx = s.ctx;
     std::vector<Event*> ignored;
     const auto st = s.queue->capture_graph(
-        [&](backend::Queue& q) { return run_exec(x, q, ignored, /*capturing=*/true); }, x.native);
+        [&](backend::Queue& q) { return run_exec(x, q, ignored, /*capturing=*/true); }, x.native,
+        cond_scope);
     if (!st.ok()) x.native.reset();
   }
   backend::NativeGraph* native = x.native_ctx == s.ctx ? x.native.get() : nullptr;
+  if (cond_scope && !native) {
+    // The core cannot replay it: the kernels set the device's handles, not the core's.
+    x.native_tried = false;  // the next launch tries again (another context, a transient error)
+    return reject(CUDA_ERROR_NOT_SUPPORTED, fn,
+                  "the device did not take this graph with conditional nodes (it refused to "
+                  "record it, or the launch is in another context than the first one)");
+  }
   std::vector<Event*> recorded;
   if (native) collect_record_events(x, recorded);
   const auto st = submit(s, [&](backend::Queue& q) {

@@ -51,7 +51,10 @@ namespace cudamux::backend {
 // 9: issue 17: Images (arrays, texture and surface objects) and CopyDesc array ends;
 //    Queue::wait_value / write_value (stream memory operations); DeviceContext IPC, peer
 //    access and link; Devices::p2p_attribute
-inline constexpr std::uint32_t kAbiVersion = 9;
+// 10: NativeCondScope, DeviceContext::create_cond_scope / create_cond_handle, the scope
+//     argument of Queue::capture_graph and Queue::conditional (conditional nodes run by the
+//     device)
+inline constexpr std::uint32_t kAbiVersion = 10;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -338,6 +341,15 @@ class NativeGraph {
   virtual ~NativeGraph() = default;
 };
 
+// The device's graph that owns conditional handles its device code sets (NVIDIA's kernels call
+// NVIDIA's cudaGraphSetConditional, which only knows NVIDIA's handles). The core keeps one per
+// graph that creates handles; Queue::capture_graph records into it so that the conditional
+// nodes and their handles belong to the same device graph.
+class NativeCondScope {
+ public:
+  virtual ~NativeCondScope() = default;
+};
+
 class Event {
  public:
   virtual ~Event() = default;
@@ -390,11 +402,27 @@ class Queue {
   // the graph; event records and waits there have external semantics: they stand for the
   // graph's event nodes) into `out`, which launch_graph then runs on this queue. Leaving `out`
   // empty (the default) means the core replays the graph's operations itself at each launch.
+  // `scope`, when not null, is the device graph to record into (it owns the handles of the
+  // graph's conditional nodes; see Queue::conditional).
   virtual Status capture_graph(const std::function<Status(Queue&)>& replay,
-                               std::unique_ptr<NativeGraph>& out) {
+                               std::unique_ptr<NativeGraph>& out, NativeCondScope* scope) {
     (void)replay;
+    (void)scope;
     out.reset();
     return kOk;
+  }
+  // Only on the queue capture_graph hands to `replay`: a conditional node of the device's own,
+  // after everything submitted so far, with the handle from DeviceContext::create_cond_handle;
+  // bodies[i] submits body i onto the queue it is given. false: the backend has none (the
+  // core's replay runs conditional nodes itself); else `status` holds the outcome.
+  virtual bool conditional(std::uint64_t handle, CUgraphConditionalNodeType type,
+                           const std::vector<std::function<Status(Queue&)>>& bodies,
+                           Status& status) {
+    (void)handle;
+    (void)type;
+    (void)bodies;
+    (void)status;
+    return false;
   }
   virtual Status launch_graph(NativeGraph& graph) {
     (void)graph;
@@ -462,6 +490,22 @@ class DeviceContext {
     (void)value;
     (void)status;
     return false;
+  }
+  // Conditional handles set by device code (Queue::conditional): false when the core keeps
+  // them itself (its device code sets the core's handles). create_cond_scope makes the device
+  // graph a core graph's handles belong to; create_cond_handle makes one there.
+  virtual bool create_cond_scope(std::shared_ptr<NativeCondScope>& out, Status& status) {
+    (void)out;
+    (void)status;
+    return false;
+  }
+  virtual Status create_cond_handle(NativeCondScope& scope, unsigned default_value, unsigned flags,
+                                    std::uint64_t& handle) {
+    (void)scope;
+    (void)default_value;
+    (void)flags;
+    (void)handle;
+    return kOk;  // never called: create_cond_scope made no scope
   }
   // cuCtxResetPersistingL2Cache: L2 lines kept by access policy windows go back to normal.
   // A device without persisting L2 lines has nothing to do.

@@ -16,7 +16,8 @@ namespace cudamux::cuda {
   X(cuDeviceGetCount)                                                                              \
   X(cuDeviceGet)                                                                                   \
   X(cuDeviceGetName)                                                                               \
-  X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)    \
+  X(cuDeviceGetUuid_v2)                                                                            \
+  X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                          \
       X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
           X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)    \
               X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)            \
@@ -65,15 +66,16 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                 \
-  X(cuLaunchKernelEx)                                                        \
-  X(cuOccupancyMaxActiveClusters)                                            \
-  X(cuOccupancyMaxPotentialClusterSize)                                      \
-  X(cuStreamSetAttribute)                                                    \
-  X(cuCtxResetPersistingL2Cache)                                             \
-  X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) \
-      CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)     \
-          CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) CUDAMUX_NVIDIA_PEER_FUNCTIONS(X)  \
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                \
+  X(cuLaunchKernelEx)                                                                       \
+  X(cuOccupancyMaxActiveClusters)                                                           \
+  X(cuOccupancyMaxPotentialClusterSize)                                                     \
+  X(cuStreamSetAttribute)                                                                   \
+  X(cuCtxResetPersistingL2Cache)                                                            \
+  X(cuMemAdvise_v2)                                                                         \
+  X(cuMemPrefetchAsync_v2) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
+      CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_CONDITIONAL_FUNCTIONS(X)             \
+          CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) CUDAMUX_NVIDIA_PEER_FUNCTIONS(X)                 \
               CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X) CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X)
 
 // NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
@@ -112,6 +114,18 @@ namespace cudamux::cuda {
   X(cuGraphInstantiateWithFlags)          \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventRecordWithFlags)
 
+// Conditional nodes run by NVIDIA (NvidiaContext::create_cond_scope, NvidiaQueue::conditional):
+// NVIDIA's kernels set NVIDIA's handles, so the handles, the graph they belong to and the
+// nodes must all be NVIDIA's. Without any one of them the backend has no conditional nodes.
+#define CUDAMUX_NVIDIA_CONDITIONAL_FUNCTIONS(X) \
+  X(cuGraphCreate)                              \
+  X(cuGraphConditionalHandleCreate)             \
+  X(cuGraphAddNode_v2)                          \
+  X(cuGraphGetNodes)                            \
+  X(cuGraphDestroyNode)                         \
+  X(cuStreamGetCaptureInfo_v3)                  \
+  X(cuStreamUpdateCaptureDependencies_v2) X(cuStreamBeginCaptureToGraph)
+
 // Peer access between NVIDIA contexts and the P2P link queries (issue 17:
 // NvidiaContext::enable_peer_access, NvidiaDevices::p2p_attribute); without them peer access
 // is the core's record only and link attributes are derived from cuDeviceCanAccessPeer.
@@ -126,13 +140,14 @@ namespace cudamux::cuda {
 
 // Virtual memory management (10.2), passed through whole (NvidiaVirtualMemory); without any
 // one of them the backend offers none.
-#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                       \
-  X(cuMemGetAllocationGranularity)                                            \
-  X(cuMemAddressReserve)                                                      \
-  X(cuMemAddressFree)                                                         \
-  X(cuMemCreate)                                                              \
-  X(cuMemRelease)                                                             \
-  X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) \
+#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                           \
+  X(cuMemGetAllocationGranularity)                                \
+  X(cuMemAddressReserve)                                          \
+  X(cuMemAddressFree)                                             \
+  X(cuMemCreate)                                                  \
+  X(cuMemRelease)                                                 \
+  X(cuMemMap)                                                     \
+  X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) \
       X(cuMemImportFromShareableHandle)
 
 struct NvidiaApi {

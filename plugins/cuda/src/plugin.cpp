@@ -277,6 +277,41 @@ class NvidiaGraph final : public be::NativeGraph {
   const CUgraphExec exec_;
 };
 
+// The NVIDIA graph a core graph's conditional handles belong to; capture_graph records the
+// executable graph's nodes into it, since NVIDIA accepts a handle only in its own graph.
+class NvidiaCondScope final : public be::NativeCondScope {
+ public:
+  NvidiaCondScope(const NvidiaApi& api, CUgraph graph) : api_(api), graph_(graph) {}
+  ~NvidiaCondScope() override { (void)api_.cuGraphDestroy(graph_); }
+  NvidiaCondScope(const NvidiaCondScope&) = delete;
+  NvidiaCondScope& operator=(const NvidiaCondScope&) = delete;
+  [[nodiscard]] CUgraph graph() const noexcept { return graph_; }
+  // Removes what an earlier capture recorded (NVIDIA's executable graphs made from it are
+  // copies and stay as they are).
+  CUresult clear() const {
+    std::size_t count = 0;
+    if (const CUresult r = api_.cuGraphGetNodes(graph_, nullptr, &count); r != CUDA_SUCCESS)
+      return r;
+    std::vector<CUgraphNode> nodes(count);
+    if (count == 0) return CUDA_SUCCESS;
+    if (const CUresult r = api_.cuGraphGetNodes(graph_, nodes.data(), &count); r != CUDA_SUCCESS)
+      return r;
+    for (std::size_t i = 0; i < count; ++i)
+      if (const CUresult r = api_.cuGraphDestroyNode(nodes[i]); r != CUDA_SUCCESS) return r;
+    return CUDA_SUCCESS;
+  }
+
+ private:
+  const NvidiaApi& api_;
+  const CUgraph graph_;
+};
+
+bool has_conditionals(const NvidiaApi& api) {
+  return api.cuGraphCreate && api.cuGraphConditionalHandleCreate && api.cuGraphAddNode_v2 &&
+         api.cuGraphGetNodes && api.cuGraphDestroyNode && api.cuStreamGetCaptureInfo_v3 &&
+         api.cuStreamUpdateCaptureDependencies_v2 && api.cuStreamBeginCaptureToGraph;
+}
+
 class NvidiaQueue;
 
 // The queues of one DeviceContext, for DeviceContext::synchronize.
@@ -394,35 +429,78 @@ class NvidiaQueue final : public be::Queue {
   // executable graph NVIDIA launches as one (100 kernels: one cuGraphLaunch instead of 100
   // cuLaunchKernel). Anything NVIDIA refuses to capture leaves `out` empty: the core then
   // replays the graph itself.
+  // With a `scope` (the graph has conditional nodes) the capture records into the NVIDIA graph
+  // that owns their handles, which stays the scope's.
   be::Status capture_graph(const std::function<be::Status(be::Queue&)>& replay,
-                           std::unique_ptr<be::NativeGraph>& out) override {
+                           std::unique_ptr<be::NativeGraph>& out,
+                           be::NativeCondScope* scope) override {
     out.reset();
     if (!api_.cuStreamBeginCapture_v2 || !api_.cuStreamEndCapture ||
         !api_.cuGraphInstantiateWithFlags || !api_.cuGraphLaunch || !api_.cuGraphExecDestroy ||
         !api_.cuGraphDestroy || !api_.cuEventRecordWithFlags)
       return be::kOk;
+    if (scope && !has_conditionals(api_)) return be::kOk;
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    auto* into = static_cast<NvidiaCondScope*>(scope);
+    if (into && into->clear() != CUDA_SUCCESS) return be::kOk;
     CUstream s = nullptr;
     if (api_.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
       return be::kOk;
     // A registry of its own: DeviceContext::synchronize must never wait on a capturing stream.
     NvidiaQueue q(api_, ctx_, s, std::make_shared<QueueRegistry>());
     q.capturing_ = true;
-    if (api_.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS)
-      return be::kOk;
+    const CUresult began =
+        into ? api_.cuStreamBeginCaptureToGraph(s, into->graph(), nullptr, nullptr, 0,
+                                                CU_STREAM_CAPTURE_MODE_RELAXED)
+             : api_.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (began != CUDA_SUCCESS) return be::kOk;
     const be::Status replayed = replay(q);
     CUgraph graph = nullptr;
     const CUresult ended = api_.cuStreamEndCapture(s, &graph);
+    const bool own_graph = graph != nullptr && (!into || graph != into->graph());
     if (!replayed.ok() || ended != CUDA_SUCCESS || graph == nullptr) {
-      if (graph) (void)api_.cuGraphDestroy(graph);
+      if (own_graph) (void)api_.cuGraphDestroy(graph);
       return be::kOk;
     }
     CUgraphExec exec = nullptr;
     const CUresult made = api_.cuGraphInstantiateWithFlags(&exec, graph, 0);
-    (void)api_.cuGraphDestroy(graph);
+    if (own_graph) (void)api_.cuGraphDestroy(graph);
     if (made != CUDA_SUCCESS) return be::kOk;
     out = std::make_unique<NvidiaGraph>(api_, exec);
     return be::kOk;
+  }
+  // While capturing: NVIDIA's conditional node after the stream's current dependencies, each
+  // body recorded by a capture of its own into the body graph NVIDIA made for it.
+  bool conditional(std::uint64_t handle, CUgraphConditionalNodeType type,
+                   const std::vector<std::function<be::Status(be::Queue&)>>& bodies,
+                   be::Status& st) override {
+    if (!capturing_ || !has_conditionals(api_)) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUgraph graph = nullptr;
+    const CUgraphNode* deps = nullptr;
+    const CUgraphEdgeData* edges = nullptr;
+    std::size_t count = 0;
+    st = status(
+        api_.cuStreamGetCaptureInfo_v3(stream_, &capture, &id, &graph, &deps, &edges, &count));
+    if (!st.ok()) return true;
+    CUgraphNodeParams params{};
+    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.conditional.handle = static_cast<CUgraphConditionalHandle>(handle);
+    params.conditional.type = type;
+    params.conditional.size = static_cast<unsigned>(bodies.size());
+    params.conditional.ctx = ctx_.handle;
+    CUgraphNode node = nullptr;
+    st = status(api_.cuGraphAddNode_v2(&node, graph, deps, edges, count, &params));
+    if (!st.ok()) return true;
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      st = capture_body(params.conditional.phGraph_out[i], bodies[i]);
+      if (!st.ok()) return true;
+    }
+    st = status(api_.cuStreamUpdateCaptureDependencies_v2(stream_, &node, nullptr, 1,
+                                                          CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+    return true;
   }
   be::Status launch_graph(be::NativeGraph& graph) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
@@ -500,6 +578,25 @@ class NvidiaQueue final : public be::Queue {
  private:
   static constexpr std::size_t kSyncCopyMinBytes = std::size_t{64} << 10;
   bool capturing_ = false;  // a capture_graph queue: records and waits are external
+
+  // Records what `replay` submits into `body` (a conditional node's body graph).
+  be::Status capture_body(CUgraph body, const std::function<be::Status(be::Queue&)>& replay) {
+    CUstream s = nullptr;
+    if (const CUresult r = api_.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0);
+        r != CUDA_SUCCESS)
+      return status(r);
+    NvidiaQueue q(api_, ctx_, s, std::make_shared<QueueRegistry>());
+    q.capturing_ = true;
+    if (const CUresult r = api_.cuStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0,
+                                                            CU_STREAM_CAPTURE_MODE_RELAXED);
+        r != CUDA_SUCCESS)
+      return status(r);
+    const be::Status replayed = replay(q);
+    CUgraph ended_graph = nullptr;
+    const CUresult ended = api_.cuStreamEndCapture(s, &ended_graph);
+    if (!replayed.ok()) return replayed;
+    return status(ended);
+  }
 
   // Thread block clusters exist only in NVIDIA's cuLaunchKernelEx; the cooperative flag rides
   // along as its attribute. Kept out of launch() so that the common path stays as it was.
@@ -671,6 +768,24 @@ class NvidiaContext final : public be::DeviceContext {
   NvidiaContext& operator=(const NvidiaContext&) = delete;
 
   [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
+
+  bool create_cond_scope(std::shared_ptr<be::NativeCondScope>& out, be::Status& st) override {
+    if (!has_conditionals(api_)) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    CUgraph graph = nullptr;
+    st = status(api_.cuGraphCreate(&graph, 0));
+    if (st.ok()) out = std::make_shared<NvidiaCondScope>(api_, graph);
+    return true;
+  }
+  be::Status create_cond_handle(be::NativeCondScope& scope, unsigned default_value, unsigned flags,
+                                std::uint64_t& handle) override {
+    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    CUgraphConditionalHandle h = 0;
+    const CUresult r = api_.cuGraphConditionalHandleCreate(
+        &h, static_cast<NvidiaCondScope&>(scope).graph(), ctx_.handle, default_value, flags);
+    handle = h;
+    return status(r);
+  }
 
   be::Status allocate(std::size_t bytes, void** out) override {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
