@@ -474,7 +474,7 @@ TEST(PtxEmit, KernelParameterLayoutMatchesCuda) {
   const EmitResult r = emit_cpp(module_of({k.f}));
   std::string src = r.source;
   src +=
-      "using K_ = ::cudamux::detail::kernel<&_Z1k1Sic, 1u>;\n"
+      "using K_ = ::cudamux::detail::kernel<&cudamux_e__Z1k1Sic, 1u>;\n"
       "static_assert(K_::lay.offset[0] == 0 && K_::lay.offset[1] == 8 && K_::lay.size[1] == 24);\n"
       "static_assert(K_::lay.offset[2] == 32 && K_::lay.offset[3] == 36);\n"
       "static_assert(K_::lay.offset[4] == 48 && K_::lay.total == 64);\n";
@@ -509,9 +509,12 @@ TEST(PtxEmit, GlobalsWithInitializersAreExportedWithTheirBytes) {
   const EmitResult r = emit_cpp(module_of({f.f}, {table, cf, ptrs}));
   EXPECT_TRUE(r.unsupported.empty());
   EXPECT_TRUE(contains(r.source,
-                       "aligned(4))) unsigned char table[12] = {1,0,0,0,2,0,0,0,239,190,173,222};"))
+                       "aligned(4))) unsigned char cudamux_g_table[12] __asm__(\"table\") = "
+                       "{1,0,0,0,2,0,0,0,239,190,173,222};"))
       << r.source;
-  EXPECT_TRUE(contains(r.source, "aligned(8))) unsigned char cf[8] = {0,0,0,0,0,0,240,63};"))
+  EXPECT_TRUE(contains(r.source,
+                       "aligned(8))) unsigned char cudamux_g_cf[8] __asm__(\"cf\") = "
+                       "{0,0,0,0,0,0,240,63};"))
       << r.source;
   EXPECT_TRUE(contains(r.source, "__attribute__((constructor))")) << r.source;
   expect_compiles(r);
