@@ -776,7 +776,9 @@ void Emitter::emit_globals() {
       global_names_[g] = "cudamux_ptx_globals[" + std::to_string(external_slots_++) + "]";
       continue;
     }
-    global_names_[g] = exported ? v.name : "cudamux_v_" + ident(v.name) + "_" + std::to_string(g);
+    // Exported under its PTX name by an asm label; the C++ name is prefixed, as the kernels'.
+    global_names_[g] =
+        exported ? "cudamux_g_" + v.name : "cudamux_v_" + ident(v.name) + "_" + std::to_string(g);
     std::uint64_t size = var_size(v);
     // `[]` with an initializer: the initializer gives the size.
     if (size == 0 && !v.init.empty()) size = v.init.size() * tsize(v.type) * (v.vec ? v.vec : 1);
@@ -837,6 +839,7 @@ void Emitter::emit_globals() {
       res_.unsupported.push_back(
           {v.loc, "external variable '" + v.name + "' (defined in another module)"});
     o_ << "unsigned char " << global_names_[g] << "[" << alloc << "]";
+    if (exported && v.space != Space::local) o_ << " __asm__(" << quote(v.name) << ")";
     bool any = false;
     for (auto b : bytes) any = any || b != 0;
     if (any) {
@@ -870,6 +873,13 @@ std::string Emitter::fn_signature(std::size_t fi, const std::string& name) const
   return s + ")";
 }
 
+std::string entry_param_type(const Param& p) {
+  if (!p.dims.empty() || p.align > tsize(p.type))
+    return "cudamux_pb_" + std::to_string(param_size(p)) + "_" + std::to_string(param_align(p));
+  if (p.type == Type::pred) return "u8";
+  return storage(p.type);
+}
+
 void Emitter::emit_function_decl(std::size_t fi) {
   const auto& f = m_.functions[fi];
   if (f.is_entry) {
@@ -881,16 +891,18 @@ void Emitter::emit_function_decl(std::size_t fi) {
           o_ << "struct alignas(" << key.second << ") cudamux_pb_" << key.first << "_" << key.second
              << " { unsigned char b[" << std::max<std::uint64_t>(key.first, 1) << "]; };\n";
       }
+    // The C++ name is ours (a kernel named `st` or `ld` would meet the runtime's helpers of
+    // that name); the exported symbol, which the module's lookup reads, is the PTX name.
+    o_ << "extern \"C\" __attribute__((used, visibility(\"default\"))) void " << fn_names_[fi]
+       << "(";
+    for (std::size_t p = 0; p < f.params.size(); ++p)
+      o_ << (p ? ", " : "") << entry_param_type(f.params[p]);
+    o_ << ")";
+    if (!opt_.library) o_ << " __asm__(" << quote(f.name) << ")";
+    o_ << ";\n";
     return;
   }
   o_ << "static " << fn_signature(fi, fn_names_[fi]) << ";\n";
-}
-
-std::string entry_param_type(const Param& p) {
-  if (!p.dims.empty() || p.align > tsize(p.type))
-    return "cudamux_pb_" + std::to_string(param_size(p)) + "_" + std::to_string(param_align(p));
-  if (p.type == Type::pred) return "u8";
-  return storage(p.type);
 }
 
 void Emitter::emit_extern_wrapper(std::size_t fi) {
@@ -995,7 +1007,8 @@ void Emitter::emit_function(std::size_t fi) {
 
   o_ << line(f.loc);
   if (f.is_entry) {
-    o_ << "extern \"C\" __attribute__((used, visibility(\"default\"))) void " << f.name << "(";
+    o_ << "extern \"C\" __attribute__((used, visibility(\"default\"))) void " << fn_names_[fi]
+       << "(";
     for (std::size_t p = 0; p < f.params.size(); ++p)
       o_ << (p ? ", " : "") << entry_param_type(f.params[p]) << " kp" << p;
     o_ << ") {\n";
@@ -1023,10 +1036,9 @@ void Emitter::emit_function(std::size_t fi) {
   o_ << body.str() << "}\n";
   bool calls = false;
   for (const auto& i : f.body) calls = calls || i.op == Opcode::call;
-  const bool yields = fi < yields_.size() && yields_[fi];
-  // Yield points keep the kernel on fibers (the split twin has no yield stops yet).
-  if (f.is_entry && opt_.split_barriers && !yields && !(func_exit_ && calls) &&
-      detail::splittable(m_, fi, reaches_sync_))
+  // Yield points are stops of the split twin (a spinning thread parks for one pass).
+  if (f.is_entry && opt_.split_barriers && !(func_exit_ && calls) &&
+      detail::splittable(m_, fi, reaches_sync_, yield_before_[fi]))
     emit_split_twin(fi, stmts, labels_at);
   f_ = nullptr;
 }
@@ -1053,6 +1065,7 @@ void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& st
   }
   k.stmts = stmts;
   k.labels_at = labels_at;
+  k.yield_before = yield_before_[fi];
   k.rd = [this](const Operand& o, Type t) { return rd(o, t); };
   k.wr = [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); };
   k.addr = [this](const Operand& a, Space sp) { return addr(a, sp); };
@@ -2385,8 +2398,8 @@ bool sync_load(const Instruction& i) {
 
 // Yield points: nanosleep, mbarrier waits, and the poll of every spin-wait loop (a backward
 // branch whose loop, at most 64 instructions, reads memory with .volatile/.relaxed/.acquire/.cv
-// and has no yield point, barrier or warp collective of its own). A thread spinning there lets the other
-// threads of its block run (fibers, or one pass of the split twin), so a flag written by a
+// and has no yield point, barrier or warp collective of its own). A thread spinning there lets the
+// other threads of its block run (fibers, or one pass of the split twin), so a flag written by a
 // later thread of the block is seen; an OS-level yield lets other blocks progress.
 void Emitter::find_yields() {
   const std::size_t nf = m_.functions.size();
@@ -2513,8 +2526,8 @@ void Emitter::emit_registration() {
     // CUDAMUX_KERNEL_NO_BARRIERS; a split twin runs the block: | CUDAMUX_KERNEL_PER_BLOCK
     const bool split = fi < twins_.size() && !twins_[fi].empty();
     const unsigned flags = split ? 3u : reaches_sync_[fi] ? 0u : 1u;
-    o_ << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<&" << f.name
-       << ", " << flags << "u" << (split ? ", &" + twins_[fi] : std::string())
+    o_ << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<&"
+       << fn_names_[fi] << ", " << flags << "u" << (split ? ", &" + twins_[fi] : std::string())
        << ">(static_cast<int>(" << threads << "), static_cast<int>(" << f.minnctapersm
        << "), nullptr, " << static_shared_ << "u, " << kernel_shared_used_[fi] << "u);\n";
     refs.push_back("&" + var);
@@ -2546,7 +2559,12 @@ EmitResult Emitter::run() {
   fn_names_.resize(m_.functions.size());
   for (std::size_t fi = 0; fi < m_.functions.size(); ++fi) {
     const auto& f = m_.functions[fi];
-    fn_names_[fi] = f.is_entry ? f.name : "cudamux_f_" + ident(f.name) + "_" + std::to_string(fi);
+    // Prefixed: a PTX name may equal a helper of the runtime namespace (`st`, `ld`, `add`).
+    if (f.is_entry)
+      fn_names_[fi] = "cudamux_e_" + ident(f.name) +
+                      (plain_ident(f.name) ? std::string() : "_" + std::to_string(fi));
+    else
+      fn_names_[fi] = "cudamux_f_" + ident(f.name) + "_" + std::to_string(fi);
   }
   for (std::size_t fi = 0; fi < m_.functions.size(); ++fi)
     if (emit_[fi]) emit_function_decl(fi);

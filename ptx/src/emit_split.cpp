@@ -278,12 +278,17 @@ constexpr const char* kWarpHelpers =
 
 }  // namespace
 
-bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reaches_sync) {
+bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reaches_sync,
+                const std::vector<bool>& yields) {
   if (fi >= m.functions.size()) return false;
   const Function& f = m.functions[fi];
   if (!f.is_entry || !f.has_body) return false;
   bool barrier = false;
-  for (const auto& in : f.body) {
+  for (std::size_t i = 0; i < f.body.size(); ++i) {
+    const auto& in = f.body[i];
+    // A yield point is a stop (yield stops, emit_split): the spinning thread parks for one
+    // pass while the block's other threads run.
+    if (i < yields.size() && yields[i]) barrier = true;
     switch (in.op) {
       case Opcode::bar:
       case Opcode::barrier:
@@ -312,9 +317,7 @@ bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reache
     // shfl/vote/match/activemask/bar.warp.sync are warp rendezvous points of the state machine;
     // the rest of the rendezvous family stays on fibers.
     if (is_warp_point(in)) {
-      // wmma gives wrong sums on the region-loop twins (the ptx.mma wmma cases; mma, ldmatrix
-      // and movmatrix are right there): its kernels stay on fibers until the cause is found.
-      if (warp_kind(in) < 0 || in.op == Opcode::wmma_mma) return false;
+      if (warp_kind(in) < 0) return false;
       barrier = true;  // a stop of the state machine too
       continue;
     }
@@ -349,6 +352,10 @@ namespace {
 bool reads_tls_thread(const Function& f) {
   for (const auto& in : f.body) {
     if (in.op == Opcode::call || in.op == Opcode::trap) return true;
+    // wmma.load/store are per lane, not warp points: mma_ops' wmma_load/wmma_store find their
+    // fragment elements by laneid(), from the thread-local threadIdx. Without it every lane
+    // of a twin read and wrote the elements of whichever thread last stored it.
+    if (in.op == Opcode::wmma_load || in.op == Opcode::wmma_store) return true;
     for (const auto& o : in.operands) {
       if (o.kind != Operand::Kind::special) continue;
       switch (o.special) {
@@ -436,8 +443,13 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   std::vector<bool> slot(nregs, false);
   bool warp = false;
   std::vector<std::uint32_t> uses, defs;
+  const auto yield_at = [&](std::size_t i) {
+    return i < k.yield_before.size() && k.yield_before[i] && !is_cta_barrier(f.body[i]) &&
+           !is_warp_point(f.body[i]);
+  };
   for (std::size_t i = 0; i < n_ins; ++i) {
-    const bool w = is_warp_point(f.body[i]);
+    const bool y = yield_at(i);
+    const bool w = is_warp_point(f.body[i]) || y;
     if (!is_cta_barrier(f.body[i]) && !w) continue;
     warp = warp || w;
     stop_of[i] = static_cast<std::uint32_t>(kept.size());
@@ -455,6 +467,14 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
         for (auto u : uses)
           if (u < nregs) after[u] = true;
       }
+    }
+    if (y) {
+      // A yield stop comes before its instruction, which runs when the thread resumes: what
+      // it reads is live too (what it writes is simply kept once more).
+      uses_and_defs(f.body[i], uses, defs);
+      for (auto u : uses)
+        if (u < nregs) after[u] = true;
+      if (f.body[i].guarded && f.body[i].guard_reg < nregs) after[f.body[i].guard_reg] = true;
     }
     std::vector<std::uint32_t> regs;
     for (std::size_t r = 0; r < nregs; ++r)
@@ -700,7 +720,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
       }
       for (auto i : recompute[b]) o << "    " << k.stmts[i] << "\n";
       const auto& in = f.body[stop_at[b]];
-      if (is_cta_barrier(in)) {
+      if (yield_at(stop_at[b])) {
+        // The instruction the thread yielded before (its guard held: it stopped under it).
+        if (in.op != Opcode::nanosleep) o << "    " << k.stmts[stop_at[b]] << "\n";
+      } else if (is_cta_barrier(in)) {
         // bar.red's result is the reduction over the arrivals just released.
         if (is_reduction(in)) {
           if (in.boolop == BoolOp::popc)
@@ -767,6 +790,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
           }
           // Only warp passes tell threads at a CTA barrier from those a warp released.
           if (warp) s += "cudamux_wait[cudamux_t] = 2u; ";
+        } else if (yield_at(i)) {
+          // A yield stop: a warp point of the lane alone (op 10), resolved after the pass.
+          s += "cudamux_wd[cudamux_t].mask = 1u << (cudamux_t & 31u); cudamux_wd[cudamux_t].op = "
+               "10u; cudamux_wait[cudamux_t] = 1u; ";
         } else {
           // The deposit: what the warp's resolution needs from this lane.
           const int kind = warp_kind(in);
@@ -922,7 +949,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   if (warp) {
     // Warps whose lanes wait at warp points resolve first (those lanes go on in the next
     // pass); exited lanes and lanes waiting at a CTA barrier do not take part.
-    o << "    bool cudamux_warped = false;\n"
+    o << "    bool cudamux_warped = false, cudamux_spun = false;\n"
          "    for (unsigned wb = 0; wb < cudamux_n; wb += 32) {\n"
          "      ::cudamux_split::W cudamux_none{};\n"
          "      ::cudamux_split::W* ws[32];\n"
@@ -934,10 +961,15 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
          "      }\n"
          "      if (in == 0) continue;\n"
          "      cudamux_warped = true;\n"
+         "      for (unsigned l = 0; l < 32; ++l)\n"
+         "        if (((in >> l) & 1u) && ws[l]->op == 10u) cudamux_spun = true;\n"
          "      ::cudamux_split::resolve(ws, in);\n"
          "      for (unsigned l = 0; l < 32; ++l)\n"
          "        if ((in >> l) & 1u) cudamux_wait[wb + l] = 0;\n"
          "    }\n"
+         // A thread spun at a yield point: let other blocks' OS threads run once per pass
+         // (a grid sync or a flag of another block), as a fiber's yield does.
+         "    if (cudamux_spun) ::cudamux::ptx::yield();\n"
          "    if (cudamux_warped) continue;\n";
   }
   // Every live thread waits at a CTA barrier: release the block.

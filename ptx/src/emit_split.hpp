@@ -17,7 +17,10 @@ namespace cudamux::ptx::detail {
 // it nor what it calls reaches a warp collective, another barrier, or per-thread stack
 // tricks (alloca, module-scope .local). reaches_sync: per function, whether it reaches any
 // barrier or collective (the emitter's analysis).
-bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reaches_sync);
+// yields: per instruction of the kernel, a yield point before it (nanosleep, spin-wait polls):
+// stops of the state machine too.
+bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reaches_sync,
+                const std::vector<bool>& yields = {});
 
 struct SplitKernel {
   const Function* f = nullptr;
@@ -29,6 +32,7 @@ struct SplitKernel {
   std::vector<std::uint64_t> local_size, local_align;
   std::vector<std::string> stmts;                     // per instruction, unguarded
   std::vector<std::vector<std::uint32_t>> labels_at;  // instruction index -> used labels
+  std::vector<bool> yield_before;  // per instruction: a yield point before it (a stop)
   std::function<std::string(const Operand&, Type)> rd;
   std::function<std::string(const Operand&, Type, const std::string&)> wr;
   std::function<std::string(const Operand&, Space)> addr;  // char* expression of an address

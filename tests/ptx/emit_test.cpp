@@ -277,10 +277,10 @@ TEST(PtxEmit, VectorAddCompilesAndRegistersTheKernel) {
   EXPECT_EQ(r.static_shared_bytes, 0u);
   EXPECT_TRUE(contains(r.source,
                        "extern \"C\" __attribute__((used, visibility(\"default\"))) void "
-                       "_Z9vectorAddPKfS0_Pfi(u64 kp0, u64 kp1, u64 kp2, u32 kp3)"))
+                       "cudamux_e__Z9vectorAddPKfS0_Pfi(u64 kp0, u64 kp1, u64 kp2, u32 kp3)"))
       << r.source;
   // No barrier reachable: the thunk runs it without fibers.
-  EXPECT_TRUE(contains(r.source, "::cudamux::detail::entry<&_Z9vectorAddPKfS0_Pfi, 1u>"))
+  EXPECT_TRUE(contains(r.source, "::cudamux::detail::entry<&cudamux_e__Z9vectorAddPKfS0_Pfi, 1u>"))
       << r.source;
   EXPECT_TRUE(contains(r.source, "cudamux_module(void)"));
   EXPECT_TRUE(contains(r.source, "#line 108 \"vectorAdd.ptx\"")) << r.source;
@@ -453,11 +453,13 @@ TEST(PtxEmit, SharedLayoutBarriersAtomicsAndCollectives) {
   EXPECT_TRUE(contains(r.source, "(cudamux_w + 100)")) << r.source;
   // Its barriers are split (emit_split.cpp): the per-block twin runs the block; without
   // splitting, a reachable barrier means no NO_BARRIERS flag (fibers).
-  EXPECT_TRUE(contains(r.source, "::cudamux::detail::entry<&_Z6reducePj, 3u, &cudamux_split_0>"))
+  EXPECT_TRUE(
+      contains(r.source, "::cudamux::detail::entry<&cudamux_e__Z6reducePj, 3u, &cudamux_split_0>"))
       << r.source;
   expect_compiles(r);
   const EmitResult f = emit_cpp(shared_module(), {false, "shared.ptx"});
-  EXPECT_TRUE(contains(f.source, "::cudamux::detail::entry<&_Z6reducePj, 0u>")) << f.source;
+  EXPECT_TRUE(contains(f.source, "::cudamux::detail::entry<&cudamux_e__Z6reducePj, 0u>"))
+      << f.source;
 }
 
 // Kernel parameters keep CUDA's sizes, alignments and offsets (checked by the compiler).
@@ -472,7 +474,7 @@ TEST(PtxEmit, KernelParameterLayoutMatchesCuda) {
   const EmitResult r = emit_cpp(module_of({k.f}));
   std::string src = r.source;
   src +=
-      "using K_ = ::cudamux::detail::kernel<&_Z1k1Sic, 1u>;\n"
+      "using K_ = ::cudamux::detail::kernel<&cudamux_e__Z1k1Sic, 1u>;\n"
       "static_assert(K_::lay.offset[0] == 0 && K_::lay.offset[1] == 8 && K_::lay.size[1] == 24);\n"
       "static_assert(K_::lay.offset[2] == 32 && K_::lay.offset[3] == 36);\n"
       "static_assert(K_::lay.offset[4] == 48 && K_::lay.total == 64);\n";
@@ -507,9 +509,12 @@ TEST(PtxEmit, GlobalsWithInitializersAreExportedWithTheirBytes) {
   const EmitResult r = emit_cpp(module_of({f.f}, {table, cf, ptrs}));
   EXPECT_TRUE(r.unsupported.empty());
   EXPECT_TRUE(contains(r.source,
-                       "aligned(4))) unsigned char table[12] = {1,0,0,0,2,0,0,0,239,190,173,222};"))
+                       "aligned(4))) unsigned char cudamux_g_table[12] __asm__(\"table\") = "
+                       "{1,0,0,0,2,0,0,0,239,190,173,222};"))
       << r.source;
-  EXPECT_TRUE(contains(r.source, "aligned(8))) unsigned char cf[8] = {0,0,0,0,0,0,240,63};"))
+  EXPECT_TRUE(contains(r.source,
+                       "aligned(8))) unsigned char cudamux_g_cf[8] __asm__(\"cf\") = "
+                       "{0,0,0,0,0,0,240,63};"))
       << r.source;
   EXPECT_TRUE(contains(r.source, "__attribute__((constructor))")) << r.source;
   expect_compiles(r);
@@ -978,6 +983,104 @@ TEST(PtxEmitRun, GlobalsAreFoundByNameWithTheirInitialBytesAndAddresses) {
   std::uint32_t out = 0;
   ASSERT_EQ(launch(l->kernel("k"), {1, 1, 1}, {1, 1, 1}, {arg(&out)}), 0);
   EXPECT_EQ(out, 0xdeadbeefu + 40u);
+}
+
+// PTX names equal to helpers of the generated code's runtime namespace (`ld`, `st`, `gp`, ...):
+// the C++ names are prefixed, the exported symbols keep the PTX names.
+TEST(PtxEmitRun, KernelsFunctionsAndGlobalsNamedLikeRuntimeHelpers) {
+  const char* ptx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .global .align 4 .u32 ga[2] = {5, 6};
+.func (.param .b32 r) gp(.param .b32 a)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [a];
+  add.s32 %r2, %r1, 100;
+  st.param.b32 [r], %r2;
+  ret;
+}
+.visible .entry st(.param .u64 p)
+{
+  .reg .b64 %rd<4>;
+  .reg .b32 %r<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  shl.b32 %r2, %r1, 1;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+.visible .entry ld(.param .u64 p)
+{
+  .reg .b64 %rd<4>;
+  .reg .b32 %r<4>;
+  .shared .align 4 .u32 s[32];
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  mov.u64 %rd3, s;
+  mul.wide.u32 %rd1, %r1, 4;
+  add.s64 %rd3, %rd3, %rd1;
+  st.shared.u32 [%rd3], %r1;
+  bar.sync 0;
+  xor.b32 %r2, %r1, 1;
+  mov.u64 %rd3, s;
+  mul.wide.u32 %rd1, %r2, 4;
+  add.s64 %rd3, %rd3, %rd1;
+  ld.shared.u32 %r3, [%rd3];
+  st.global.u32 [%rd2], %r3;
+  ret;
+}
+.visible .entry add(.param .u64 p)
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u32 %r1, [ga+4];
+  {
+  .param .b32 a0;
+  st.param.b32 [a0], %r1;
+  .param .b32 r0;
+  call.uni (r0), gp, (a0);
+  ld.param.b32 %r2, [r0];
+  }
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+)";
+  std::vector<Diagnostic> d;
+  const auto m = parse(ptx, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
+  for (const bool split : {true, false}) {
+    const EmitResult r = emit_cpp(*m, {split, "helpers.ptx"});
+    EXPECT_TRUE(r.unsupported.empty());
+    auto l = load(r);
+    ASSERT_TRUE(l->desc) << l->error;
+    EXPECT_EQ(l->desc->num_kernels, 3u);
+    const auto* kst = l->kernel("st");
+    const auto* kld = l->kernel("ld");
+    const auto* kadd = l->kernel("add");
+    ASSERT_TRUE(kst && kld && kadd);
+    EXPECT_EQ(kld->flags, split ? 3u : 0u);  // the barrier kernel is split when asked
+    auto* g = static_cast<std::uint32_t*>(dlsym(l->handle, "ga"));
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g[1], 6u);
+    std::uint32_t out[32] = {};
+    ASSERT_EQ(launch(kst, {1, 1, 1}, {32, 1, 1}, {arg(&out[0])}), 0);
+    for (std::uint32_t i = 0; i < 32; ++i) EXPECT_EQ(out[i], 2 * i) << i;
+    ASSERT_EQ(launch(kld, {1, 1, 1}, {32, 1, 1}, {arg(&out[0])}, r.static_shared_bytes), 0);
+    for (std::uint32_t i = 0; i < 32; ++i) EXPECT_EQ(out[i], i ^ 1u) << i;
+    g[1] = 7;
+    ASSERT_EQ(launch(kadd, {1, 1, 1}, {1, 1, 1}, {arg(&out[0])}), 0);
+    EXPECT_EQ(out[0], 107u);
+  }
 }
 
 }  // namespace

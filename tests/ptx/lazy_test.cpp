@@ -300,13 +300,13 @@ TEST(PtxLazyEmit, AKernelsTranslationHoldsOnlyWhatItReaches) {
   EXPECT_TRUE(r.emitted[apply]);
   EXPECT_TRUE(r.emitted[helper]);
   EXPECT_FALSE(r.emitted[bump]);
-  EXPECT_NE(r.source.find("void apply("), std::string::npos);
-  EXPECT_EQ(r.source.find("void bump("), std::string::npos);
+  EXPECT_NE(r.source.find("void cudamux_e_apply("), std::string::npos);
+  EXPECT_EQ(r.source.find("void cudamux_e_bump("), std::string::npos);
   EXPECT_NE(r.source.find("cudamux_ptx_globals["), std::string::npos);
   o.only_function = bump;
   r = cudamux::ptx::emit_cpp(*module, o);
   EXPECT_FALSE(r.emitted[helper]);
-  EXPECT_EQ(r.source.find("void apply("), std::string::npos);
+  EXPECT_EQ(r.source.find("void cudamux_e_apply("), std::string::npos);
   // The whole module (eager): everything, variables defined in the translation.
   r = cudamux::ptx::emit_cpp(*module);
   EXPECT_TRUE(r.emitted[helper] && r.emitted[bump] && r.emitted[apply]);

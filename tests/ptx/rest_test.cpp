@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "cudamux/ptx/emit_cpp.hpp"
+#include "cudamux/ptx/ir.hpp"
+
 namespace {
 
 #define ASSERT_OK(x) ASSERT_EQ(CUDA_SUCCESS, (x)) << #x
@@ -338,6 +341,25 @@ TEST_P(PtxFaults, InjectedLaunchFaultReachesPtxKernels) {
   ASSERT_OK(cuCtxSynchronize());
   EXPECT_EQ(download<int>(out, 1)[0], 10);
   cuModuleUnload(m3);
+}
+
+// Yield points are stops of the split twins: the spin-wait kernels (a volatile shared flag of
+// a later thread, __nanosleep, grid sync's and the cooperative wait's acquire polls) get a
+// twin, so the runs above use it (the ptx.rest_fibers family runs them with
+// CUDAMUX_MOCK_FISSION=0). Kernels with mbarrier waits keep the fibers.
+TEST_P(PtxRest, SpinWaitKernelsGetSplitTwinsWithYieldStops) {
+  std::vector<cudamux::ptx::Diagnostic> d;
+  const auto m = cudamux::ptx::parse(fixture(GetParam()), d);
+  ASSERT_TRUE(m.has_value());
+  const auto e = cudamux::ptx::emit_cpp(*m);
+  for (const char* k : {"spin_flags", "wait_for_last_block", "grid_rounds"})
+    EXPECT_NE(e.source.find("::cudamux::detail::entry<&cudamux_e_" + std::string(k) + ", 3u, &"),
+              std::string::npos)
+        << k;
+  EXPECT_NE(e.source.find("op = 10u"), std::string::npos);
+  cudamux::ptx::EmitOptions off;
+  off.split_barriers = false;
+  EXPECT_EQ(cudamux::ptx::emit_cpp(*m, off).source.find("op = 10u"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, PtxRest, ::testing::Values(75, 80, 90),

@@ -502,12 +502,12 @@ TEST(SplitEmit, TwinOnlyForKernelsWithBarriersAndOptionOff) {
   const auto m = parse(ptx, d);
   ASSERT_TRUE(m.has_value());
   const auto on = emit_cpp(*m, {true, "t"});
-  EXPECT_NE(on.source.find("::cudamux::detail::entry<&k, 3u, &cudamux_split_0>"), std::string::npos)
+  EXPECT_NE(on.source.find("::cudamux::detail::entry<&cudamux_e_k, 3u, &cudamux_split_0>"), std::string::npos)
       << on.source;
-  EXPECT_NE(on.source.find("::cudamux::detail::entry<&nob, 1u>"), std::string::npos);
+  EXPECT_NE(on.source.find("::cudamux::detail::entry<&cudamux_e_nob, 1u>"), std::string::npos);
   const auto off = emit_cpp(*m, {false, "t"});
   EXPECT_EQ(off.source.find("cudamux_split_"), std::string::npos);
-  EXPECT_NE(off.source.find("::cudamux::detail::entry<&k, 0u>"), std::string::npos);
+  EXPECT_NE(off.source.find("::cudamux::detail::entry<&cudamux_e_k, 0u>"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ptx, Split, ::testing::Values(false, true),
