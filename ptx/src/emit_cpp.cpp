@@ -285,8 +285,8 @@ bool plain_ident(std::string_view s) {  // usable as an exported C symbol as is
 // Helpers the generated code uses; emitted once at the top of the translation unit.
 constexpr const char* kRuntime =
     R"CPP(#include "cudamux/ptx_ops.h"
-          extern "C" void* malloc(decltype(sizeof(0)));
-          extern "C" void free(void*);
+          extern "C" void* malloc(decltype(sizeof(0))) noexcept;  // as glibc (and the prelude)
+          extern "C" void free(void*) noexcept;
           namespace cudamux_ptx_rt {
           using namespace ::cudamux::ptx;
           using u128 = unsigned __int128;

@@ -626,6 +626,64 @@ std::vector<std::string> disk_dependencies(const fs::path& deps_file, const fs::
   return out;
 }
 
+// Inline PTX in the headers a program read from its -I folders (its -MD output): the asm
+// statements of the program (`program`, before its own rewrite) and of those headers are
+// translated as one module; the rewritten headers are written under `overlay` at their paths
+// relative to their -I folder, and `src` / `preamble` become the program's text and the
+// module's C++. `originals` receives the headers copied. False when nothing could be done.
+bool translate_header_asm(const fs::path& deps_file, const fs::path& tmp_dir,
+                          const std::string& include_dir,
+                          const std::vector<std::string>& include_paths, std::string program,
+                          const fs::path& overlay, std::string& src, std::string& preamble,
+                          std::vector<std::string>& originals, spdlog::logger& log) {
+  std::vector<std::string> texts{std::move(program)};
+  std::vector<fs::path> targets;
+  std::vector<std::string> sources;
+  for (const auto& file : disk_dependencies(deps_file, tmp_dir, include_dir)) {
+    for (const auto& inc : include_paths) {
+      std::error_code ec;
+      const std::string root = fs::absolute(inc, ec).lexically_normal().string();
+      if (ec || !file.starts_with(root + (root.ends_with('/') ? "" : "/"))) continue;
+      std::string text = read_file(file);
+      if (text.find("asm") != std::string::npos) {
+        texts.push_back(std::move(text));
+        targets.push_back(overlay / fs::path(file).lexically_relative(root));
+        sources.push_back(file);
+      }
+      break;
+    }
+  }
+  if (targets.empty()) return false;
+  std::string new_preamble, error;
+  std::vector<std::string> skipped;
+  const std::size_t n = rewrite_inline_asm_texts(texts, new_preamble, error, &skipped);
+  // One line per header: how many statements stay as written, and the first reason.
+  std::map<std::size_t, std::pair<std::size_t, std::string>> left;
+  for (const auto& why : skipped) {  // "<text index>: ...": text 0 is the program
+    auto& [count, first] = left[std::strtoul(why.c_str(), nullptr, 10)];
+    if (count++ == 0) first = why.substr(why.find(':') + 2);
+  }
+  for (const auto& [t, info] : left)
+    log.debug("mock compiler: {}: {} inline PTX statement(s) left as written (first: {})",
+              t >= 1 && t <= sources.size() ? sources[t - 1] : std::string("the program"),
+              info.first, info.second);
+  if (n == 0) {
+    log.debug("mock compiler: inline PTX of included headers not translated: {}", error);
+    return false;
+  }
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    std::error_code ec;
+    fs::create_directories(targets[i].parent_path(), ec);
+    if (!write_file(targets[i], texts[i + 1])) return false;
+  }
+  log.debug("mock compiler: {} inline PTX statement(s) translated in {} header(s)", n,
+            targets.size());
+  src = std::move(texts[0]);
+  preamble = std::move(new_preamble);
+  originals = std::move(sources);
+  return true;
+}
+
 // One line per file: size, modification time (ns) and path; empty for a missing file.
 std::string stamp_files(const std::vector<std::string>& files) {
   std::string out;
@@ -1306,6 +1364,21 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   if (builtins) {
     // Built-in headers before the folders the program names: they win over the toolkit's.
     argv.push_back("-I" + files.include_dir);
+    // Stand-ins for NVIDIA's CCCL (`cuda/std/...` over the host's standard library), searched
+    // last: a program that names a folder holding CCCL (the toolkit's include/cccl, a wheel,
+    // CuPy's copy) gets those headers, as with NVIDIA's NVRTC.
+    argv.push_back("-idirafter");
+    argv.push_back((fs::path(files.include_dir) / "cudamux" / "after").string());
+    // CUB redeclares member aliases with the name of the template they alias ("changes meaning
+    // of ..."), which NVIDIA's NVRTC (EDG) accepts and g++ 12 refuses unless -fpermissive;
+    // only where a named folder holds CUB, so that other programs keep g++'s strict checks.
+    for (const auto& i : o.include_paths) {
+      std::error_code cub_ec;
+      if (fs::exists(fs::path(i) / "cub" / "version.cuh", cub_ec)) {
+        argv.emplace_back("-fpermissive");
+        break;
+      }
+    }
   } else {
     // The prelude's own headers only ("cudamux/..."), through a folder holding nothing else.
     std::error_code link_ec;
@@ -1368,6 +1441,24 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     run = run_process(argv);
     ++runs_;
   }
+  std::vector<std::string> header_asm_files;
+  if (run.exit_code > 0 && run.exit_code < 128 && !generated && builtins &&
+      run.output.find(": Error: ") != std::string::npos) {
+    // The assembler met PTX that g++ passed through: asm statements of headers on disk (NVIDIA's
+    // CCCL: cuda::ptx, atomics, CUB's shuffles). They are translated as the program's own are,
+    // in copies of those headers in a private folder searched before the program's -I
+    // folders, and the program is compiled again.
+    const fs::path overlay = dir / "header-asm";
+    if (translate_header_asm(dir / "deps.d", dir, files.include_dir, o.include_paths,
+                             rewrite_dynamic_shared(std::string(request.source)), overlay, src,
+                             asm_preamble, header_asm_files, *log_)) {
+      const auto at = std::find(argv.begin(), argv.end(), "-I" + given_dir.string());
+      if (at != argv.end()) argv.insert(at + 1, "-I" + overlay.string());
+      write_file(src_file, program_text());
+      run = run_process(argv);
+      ++runs_;
+    }
+  }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   result.log = rewrite_log(run.output, dir.string(), files.include_dir);
@@ -1409,10 +1500,12 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     const auto deps = generated ? std::vector<std::string>{}
                                 : disk_dependencies(dir / "deps.d", dir, files.include_dir);
     std::error_code rm_ec;
-    if (deps.empty())
+    auto stamped = deps;  // with the headers whose asm was translated (read from copies)
+    stamped.insert(stamped.end(), header_asm_files.begin(), header_asm_files.end());
+    if (stamped.empty())
       fs::remove(stamps_file, rm_ec);
     else
-      store_in_cache(stamps_file, stamp_files(deps), *log_);
+      store_in_cache(stamps_file, stamp_files(stamped), *log_);
     store_in_cache(cache_file, serialize(result), *log_);
   }
   return be::kOk;

@@ -59,11 +59,30 @@ class Scanner {
     while (i_ < s_.size() && ident_char(s_[i_])) ++i_;
     return s_.substr(b, i_ - b);
   }
-  // A string literal (with an optional encoding prefix u8/L/u/U), unescaped into `out`.
+  // The end (one past the closing quote) of a raw string literal R"d(...)d" whose quote is at
+  // `q`, or npos.
+  std::size_t raw_literal_end(std::size_t q) const {
+    const auto open = s_.find('(', q + 1);
+    if (open == std::string_view::npos || open - q - 1 > 16) return std::string_view::npos;
+    const std::string close = ")" + std::string(s_.substr(q + 1, open - q - 1)) + "\"";
+    const auto e = s_.find(close, open + 1);
+    return e == std::string_view::npos ? e : e + close.size();
+  }
+  // A string literal (with an optional encoding prefix u8/L/u/U, raw or not), unescaped into
+  // `out` (CCCL writes multi-line PTX as raw literals).
   bool string_literal(std::string& out) {
     skip_space();
     std::size_t k = i_;
     while (k < s_.size() && (s_[k] == 'u' || s_[k] == 'U' || s_[k] == 'L' || s_[k] == '8')) ++k;
+    if (k + 1 < s_.size() && s_[k] == 'R' && s_[k + 1] == '"') {
+      const std::size_t end = raw_literal_end(k + 1);
+      if (end == std::string_view::npos) return false;
+      const std::size_t open = s_.find('(', k + 2);
+      const std::size_t delim = open - (k + 2);
+      out += s_.substr(open + 1, end - (open + 1) - delim - 2);
+      i_ = end;
+      return true;
+    }
     if (k >= s_.size() || s_[k] != '"') return false;
     ++k;
     while (k < s_.size() && s_[k] != '"') {
@@ -128,6 +147,13 @@ class Scanner {
   }
   // Skips a literal at the position (used by the outer scan).
   void skip_literal() {
+    if (s_[i_] == '"' && i_ > 0 && s_[i_ - 1] == 'R') {
+      const std::size_t end = raw_literal_end(i_);
+      if (end != std::string_view::npos) {
+        i_ = end;
+        return;
+      }
+    }
     const char q = s_[i_++];
     while (i_ < s_.size() && s_[i_] != q && s_[i_] != '\n') i_ += s_[i_] == '\\' ? 2 : 1;
     ++i_;
@@ -137,7 +163,9 @@ class Scanner {
   // ':' that is not part of '::'.
   bool colon() {
     skip_space();
-    if (i_ < s_.size() && s_[i_] == ':' && s_.substr(i_, 2) != "::") {
+    // `::` between operand lists is two of them (`asm("membar.gl;" ::: "memory")`): operand
+    // expressions are parenthesised, so a scope operator never stands here.
+    if (i_ < s_.size() && s_[i_] == ':') {
       ++i_;
       return true;
     }
@@ -473,6 +501,87 @@ bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string&
                    asm_call(st, k, original, k < collective.size() && collective[k]));
   }
   return true;
+}
+
+std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::string& preamble,
+                                     std::string& error, std::vector<std::string>* skipped) {
+  preamble.clear();
+  struct Found {
+    std::size_t text;
+    AsmStatement st;
+  };
+  std::vector<Found> kept;
+  std::size_t dropped = 0;
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    std::string scan_error;
+    auto statements = find_asm_statements(texts[t], scan_error);
+    if (!scan_error.empty()) {
+      if (t == 0) {
+        error = scan_error;
+        return 0;
+      }
+      if (skipped != nullptr) skipped->push_back(std::to_string(t) + ": " + scan_error);
+      continue;  // a header the scanner cannot read stays as it is
+    }
+    for (auto& st : statements) {
+      // Each statement on its own first: one the front end cannot read is left in place (it
+      // only matters if the compiler emits it, and then the log names it).
+      std::string ptx, why;
+      std::vector<ptx::Diagnostic> diagnostics;
+      if (!asm_functions_ptx({st}, ptx, why) || !ptx::parse(ptx, diagnostics)) {
+        if (t == 0) {
+          error = "line " + std::to_string(st.line) + ": inline PTX: " +
+                  (!why.empty()          ? why
+                   : diagnostics.empty() ? std::string("does not parse")
+                                         : diagnostics.front().message);
+          return 0;
+        }
+        ++dropped;
+        if (skipped != nullptr)
+          skipped->push_back(std::to_string(t) + ": line " + std::to_string(st.line) + ": " +
+                             (!why.empty()          ? why
+                              : diagnostics.empty() ? std::string("does not parse")
+                                                    : diagnostics.front().message));
+        continue;
+      }
+      kept.push_back(Found{t, std::move(st)});
+    }
+  }
+  if (kept.empty()) return 0;
+  std::vector<AsmStatement> all;
+  all.reserve(kept.size());
+  for (const auto& f : kept) all.push_back(f.st);
+  std::string ptx;
+  if (!asm_functions_ptx(all, ptx, error)) return 0;
+  std::vector<ptx::Diagnostic> diagnostics;
+  const auto module = ptx::parse(ptx, diagnostics);
+  if (!module) {
+    error = "inline PTX: " +
+            (diagnostics.empty() ? std::string("does not parse") : diagnostics.front().message);
+    return 0;
+  }
+  ptx::EmitOptions options;
+  options.library = true;
+  options.module_name = "inline PTX";
+  const ptx::EmitResult emitted = ptx::emit_cpp(*module, options);
+  std::vector<std::string> names;
+  for (const auto& n : emitted.function_names) names.push_back("::cudamux_inline_ptx::" + n);
+  const auto reach = ptx::analyse_reach(*module);
+  std::vector<bool> collective;
+  for (const auto& r : reach)
+    collective.push_back(r.cta_barrier || r.warp_collective || r.grid_sync);
+  preamble =
+      "#include \"cudamux/ptx_asm.h\"\n" + emitted.source + asm_wrappers(all, names, collective);
+  // Replacements from the end of each text, so that earlier offsets stay valid.
+  for (std::size_t k = kept.size(); k-- > 0;) {
+    const Found& f = kept[k];
+    std::string& text = texts[f.text];
+    const std::string original = text.substr(f.st.begin, f.st.end - f.st.begin);
+    text.replace(f.st.begin, f.st.end - f.st.begin,
+                 asm_call(f.st, k, original, k < collective.size() && collective[k]));
+  }
+  (void)dropped;
+  return kept.size();
 }
 
 }  // namespace cudamux::mock

@@ -53,4 +53,15 @@ std::string asm_wrappers(const std::vector<AsmStatement>& statements,
 // a call. False with a message naming the line when a statement cannot be translated.
 bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string& error);
 
+// The same rewrite over several texts at once (the program first, then headers it includes
+// from disk, such as NVIDIA's CCCL with its cuda::ptx and atomics), numbered as one module so
+// that one preamble serves them all. Statements of a header that the front end cannot read are
+// left in place (they matter only if the compiler emits them); in the program (texts[0]) they
+// are an error, as with rewrite_inline_asm. Returns the number of statements rewritten (0 with
+// `error` set on failure).
+// `skipped` (optional) receives "<text index>: <why>" for each header or statement left as is.
+std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::string& preamble,
+                                     std::string& error,
+                                     std::vector<std::string>* skipped = nullptr);
+
 }  // namespace cudamux::mock

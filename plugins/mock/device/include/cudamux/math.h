@@ -59,7 +59,21 @@ long long llrint(double) noexcept; long long llrintf(float) noexcept;
 double exp10(double) noexcept; float exp10f(float) noexcept;
 void sincos(double, double*, double*) noexcept; void sincosf(float, float*, float*) noexcept;
 int abs(int) noexcept; long labs(long) noexcept; long long llabs(long long) noexcept;
+double nan(const char*) noexcept; float nanf(const char*) noexcept;
+double remquo(double, double, int*) noexcept; float remquof(float, float, int*) noexcept;
+// long double: not a CUDA device type, but CCCL's <cuda/std/cmath> names these (glibc's).
+long double nanl(const char*) noexcept;
+long double remquol(long double, long double, int*) noexcept;
+long double fmodl(long double, long double) noexcept;
+long double modfl(long double, long double*) noexcept;
+long double erfl(long double) noexcept; long double erfcl(long double) noexcept;
+long double fdiml(long double, long double) noexcept;
+long double fmal(long double, long double, long double) noexcept;
+long double remainderl(long double, long double) noexcept;
 }
+// glibc's on x86-64 and AArch64 (FLT_EVAL_METHOD 0).
+typedef float float_t;
+typedef double double_t;
 static inline float sin(float x) { return sinf(x); }
 static inline float cos(float x) { return cosf(x); }
 static inline float tan(float x) { return tanf(x); }
@@ -107,10 +121,21 @@ static inline float fma(float x, float y, float z) { return fmaf(x, y, z); }
 static inline float ldexp(float x, int e) { return ldexpf(x, e); }
 static inline float frexp(float x, int* e) { return frexpf(x, e); }
 static inline float scalbn(float x, int e) { return scalbnf(x, e); }
-static inline long long abs(long long x) { return llabs(x); }
-static inline long abs(long x) { return labs(x); }
-static inline float abs(float x) { return fabsf(x); }
-static inline double abs(double x) { return fabs(x); }
+// abs of long, long long, float and double as one constrained template: the host library's
+// <cstdlib> brings ::abs into std and then defines std::abs for the same types, which a
+// non-template ::abs of those types would conflict with (host headers that CCCL includes).
+namespace cudamux {
+template <class T> struct abs_of {};
+template <> struct abs_of<long> { using type = long; static long f(long x) { return labs(x); } };
+template <> struct abs_of<long long> {
+  using type = long long;
+  static long long f(long long x) { return llabs(x); }
+};
+template <> struct abs_of<float> { using type = float; static float f(float x) { return fabsf(x); } };
+template <> struct abs_of<double> { using type = double; static double f(double x) { return fabs(x); } };
+}  // namespace cudamux
+template <class T>
+inline typename cudamux::abs_of<T>::type abs(T x) { return cudamux::abs_of<T>::f(x); }
 template <class T> inline bool isnan(T x) { return __builtin_isnan(x); }
 template <class T> inline bool isinf(T x) { return __builtin_isinf(x); }
 template <class T> inline bool isfinite(T x) { return __builtin_isfinite(x); }

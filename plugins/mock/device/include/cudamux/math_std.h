@@ -3,7 +3,18 @@
 #pragma once
 #pragma GCC system_header
 #include "cudamux/math.h"
+// std::abs, labs and llabs: the host library's (these headers are searched only beside it), so
+// that its <cstdlib>, which defines the same std::abs overloads, may come before or after.
+#include <cstdlib>
 
+// fpclassify's results, with glibc's values (the host library's <math.h> is not included).
+#ifndef FP_NAN
+#define FP_NAN 0
+#define FP_INFINITE 1
+#define FP_ZERO 2
+#define FP_SUBNORMAL 3
+#define FP_NORMAL 4
+#endif
 namespace std {
 using ::sin; using ::sinf;
 using ::cos; using ::cosf;
@@ -58,9 +69,6 @@ using ::lround; using ::lroundf;
 using ::llround; using ::llroundf;
 using ::lrint; using ::lrintf;
 using ::llrint; using ::llrintf;
-using ::abs;
-using ::labs;
-using ::llabs;
 using ::isnan;
 using ::isinf;
 using ::isfinite;

@@ -51,6 +51,11 @@ typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUgraph_st* cudaGraph_t;
 enum cudaError { cudaSuccess = 0 };
 typedef enum cudaError cudaError_t;
+enum cudaSharedMemConfig {  // CUB's BlockRadixRank names it
+  cudaSharedMemBankSizeDefault = 0,
+  cudaSharedMemBankSizeFourByte = 1,
+  cudaSharedMemBankSizeEightByte = 2
+};
 
 // --- vector types ---
 #define CUDAMUX_VEC(T, N1, A2, A3, A4)                                     \
@@ -75,6 +80,21 @@ CUDAMUX_VEC(unsigned long long, ulonglong, 16, 8, 16)
 CUDAMUX_VEC(float, float, 8, 4, 16)
 CUDAMUX_VEC(double, double, 16, 8, 16)
 #undef CUDAMUX_VEC
+// CUDA 13's 4-wide 64-bit vectors with explicit alignment (long4 and friends are deprecated).
+#define CUDAMUX_VEC4A(T, N, A)                                                   \
+  struct __attribute__((aligned(A))) N { T x, y, z, w; };                        \
+  static inline N make_##N(T x, T y, T z, T w) { return N{x, y, z, w}; }
+CUDAMUX_VEC4A(long, long4_16a, 16)
+CUDAMUX_VEC4A(long, long4_32a, 32)
+CUDAMUX_VEC4A(unsigned long, ulong4_16a, 16)
+CUDAMUX_VEC4A(unsigned long, ulong4_32a, 32)
+CUDAMUX_VEC4A(long long, longlong4_16a, 16)
+CUDAMUX_VEC4A(long long, longlong4_32a, 32)
+CUDAMUX_VEC4A(unsigned long long, ulonglong4_16a, 16)
+CUDAMUX_VEC4A(unsigned long long, ulonglong4_32a, 32)
+CUDAMUX_VEC4A(double, double4_16a, 16)
+CUDAMUX_VEC4A(double, double4_32a, 32)
+#undef CUDAMUX_VEC4A
 
 struct dim3 {
   unsigned int x, y, z;
@@ -491,7 +511,42 @@ inline void __stwb(T* p, T v) { *p = v; }
 template <class T>
 inline void __stwt(T* p, T v) { *p = v; }
 static inline long long clock64() { return static_cast<long long>(cudamux_clock64()); }
-static inline clock_t clock() { return static_cast<clock_t>(cudamux_clock64()); }
+// extern "C" as glibc's <time.h> declares it, which host headers (<ctime>, CCCL's <chrono>)
+// may bring in after the prelude.
+extern "C" inline clock_t clock() noexcept { return static_cast<clock_t>(cudamux_clock64()); }
+
+// Address-space conversions: one flat address space on the CPU, so a shared or global address
+// is the generic one (round trips are exact; CCCL's cuda::ptx helpers use these).
+static inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
+static inline size_t __cvta_generic_to_global(const void* p) { return reinterpret_cast<size_t>(p); }
+static inline size_t __cvta_generic_to_constant(const void* p) { return reinterpret_cast<size_t>(p); }
+static inline size_t __cvta_generic_to_local(const void* p) { return reinterpret_cast<size_t>(p); }
+static inline void* __cvta_shared_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+static inline void* __cvta_global_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+static inline void* __cvta_constant_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+static inline void* __cvta_local_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+// SIMD min/max of two 16-bit halves (CUB's operators use them for pairs of shorts).
+namespace cudamux {
+template <class H, class Op>
+inline unsigned simd2(unsigned a, unsigned b, Op op) {
+  const H lo = op(static_cast<H>(a & 0xFFFFu), static_cast<H>(b & 0xFFFFu));
+  const H hi = op(static_cast<H>(a >> 16), static_cast<H>(b >> 16));
+  return (static_cast<unsigned>(static_cast<unsigned short>(hi)) << 16) |
+         static_cast<unsigned short>(lo);
+}
+}  // namespace cudamux
+static inline unsigned __vmins2(unsigned a, unsigned b) {
+  return cudamux::simd2<short>(a, b, [](short x, short y) { return y < x ? y : x; });
+}
+static inline unsigned __vminu2(unsigned a, unsigned b) {
+  return cudamux::simd2<unsigned short>(a, b, [](unsigned short x, unsigned short y) { return y < x ? y : x; });
+}
+static inline unsigned __vmaxs2(unsigned a, unsigned b) {
+  return cudamux::simd2<short>(a, b, [](short x, short y) { return x < y ? y : x; });
+}
+static inline unsigned __vmaxu2(unsigned a, unsigned b) {
+  return cudamux::simd2<unsigned short>(a, b, [](unsigned short x, unsigned short y) { return x < y ? y : x; });
+}
 
 // --- printf and assert ---
 extern "C" __attribute__((visibility("default"))) inline int printf(const char* __restrict fmt, ...) {
