@@ -9,6 +9,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstdlib>
@@ -24,6 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 #define ASSERT_CU(x) ASSERT_EQ((x), CUDA_SUCCESS)
+// build() fails or skips inside a helper: the test stops there too.
+#define BUILD_OR_RETURN(...)                 \
+  do {                                       \
+    build(__VA_ARGS__);                      \
+    if (HasFailure() || IsSkipped()) return; \
+  } while (0)
 
 std::string cccl_dir() {
   if (const char* e = std::getenv("CUDAMUX_TEST_CCCL_INCLUDE"); e != nullptr && *e != '\0')
@@ -50,9 +57,9 @@ class Cccl : public testing::Test {
 
   // Compiles `src` as a CuPy user would; on failure, skips when the log names `known_gap` (a
   // cause recorded in the docs), else fails with the log.
-  void build(const char* src, const char* known_gap = nullptr) {
+  void build(const char* src, const char* known_gap = nullptr, const std::string& folder = {}) {
     nvrtc_test::Program prog(src, "cccl_user.cu");
-    const std::string inc = "-I" + cccl_dir();
+    const std::string inc = "-I" + (folder.empty() ? cccl_dir() : folder);
     const nvrtcResult r =
         prog.compile({inc.c_str(), "-std=c++17", "--gpu-architecture=compute_80"});
     if (r != NVRTC_SUCCESS && known_gap != nullptr &&
@@ -99,7 +106,7 @@ class Cccl : public testing::Test {
 // <cuda/std/type_traits>, <cuda/std/limits>, <cuda/std/utility>: compile-time answers and
 // run-time values.
 TEST_F(Cccl, TypeTraitsLimitsUtility) {
-  build(R"(
+  BUILD_OR_RETURN(R"(
 #include <cuda/std/type_traits>
 #include <cuda/std/limits>
 #include <cuda/std/utility>
@@ -134,7 +141,7 @@ extern "C" __global__ void k(long long* out) {
 
 // <cuda/std/array>, <cuda/std/span>, <cuda/std/tuple>.
 TEST_F(Cccl, ArraySpanTuple) {
-  build(R"(
+  BUILD_OR_RETURN(R"(
 #include <cuda/std/array>
 #include <cuda/std/span>
 #include <cuda/std/tuple>
@@ -165,7 +172,7 @@ extern "C" __global__ void k(const int* in, int* out) {
 
 // <cuda/std/cmath>: functions and classification against the host's <cmath>.
 TEST_F(Cccl, Cmath) {
-  build(R"(
+  BUILD_OR_RETURN(R"(
 #include <cuda/std/cmath>
 extern "C" __global__ void k(const float* x, double* out) {
   const int i = threadIdx.x;
@@ -196,7 +203,7 @@ extern "C" __global__ void k(const float* x, double* out) {
 
 // <cuda/std/complex>: arithmetic, abs, exp against std::complex.
 TEST_F(Cccl, Complex) {
-  build(R"(
+  BUILD_OR_RETURN(R"(
 #include <cuda/std/complex>
 extern "C" __global__ void k(const double* in, double* out) {
   const int i = threadIdx.x;
@@ -229,34 +236,87 @@ extern "C" __global__ void k(const double* in, double* out) {
   }
 }
 
-// A program without CCCL on its include path still gets the built-in cuda/std stand-ins, and
-// one with it gets CCCL's (its version macro).
+// <cuda/std/bit>, <cuda/std/optional>, <cuda/std/variant>, <cuda/std/functional>,
+// <cuda/std/numeric>.
+TEST_F(Cccl, BitOptionalVariantNumeric) {
+  BUILD_OR_RETURN(R"(
+#include <cuda/std/bit>
+#include <cuda/std/optional>
+#include <cuda/std/variant>
+#include <cuda/std/functional>
+#include <cuda/std/numeric>
+__device__ cuda::std::optional<unsigned> half_if_even(unsigned v) {
+  if (v % 2 != 0) return cuda::std::nullopt;
+  return v / 2;
+}
+extern "C" __global__ void k(const unsigned* in, unsigned* out) {
+  const unsigned i = threadIdx.x;
+  const unsigned v = in[i];
+  unsigned a[5] = {v, v ^ 7u, v / 3u, v * 5u % 11u, i};
+  cuda::std::variant<unsigned, float> var = v;
+  if (i % 2 != 0) var = static_cast<float>(v) * 0.5f;
+  out[6 * i + 0] = cuda::std::popcount(v) + 100u * cuda::std::countl_zero(v);
+  out[6 * i + 1] = cuda::std::bit_ceil(v % 1000u + 1u);
+  out[6 * i + 2] = half_if_even(v).value_or(12345u);
+  out[6 * i + 3] = cuda::std::holds_alternative<float>(var) ? static_cast<unsigned>(cuda::std::get<float>(var) * 2.0f) + 1u : cuda::std::get<unsigned>(var);
+  out[6 * i + 4] = cuda::std::accumulate(a, a + 5, 0u, cuda::std::plus<unsigned>{});
+  out[6 * i + 5] = a[2] + 1000u * cuda::std::gcd(v, 60u);
+}
+)");
+  constexpr unsigned kN = 64;
+  std::vector<unsigned> in(kN), out(6 * kN, 0);
+  for (unsigned i = 0; i < kN; ++i) in[i] = 2654435761u * (i + 1) >> (i % 13);
+  launch("k", 1, kN, in, out);
+  for (unsigned i = 0; i < kN; ++i) {
+    const unsigned v = in[i];
+    unsigned a[5] = {v, v ^ 7u, v / 3u, v * 5u % 11u, i};
+    EXPECT_EQ(out[6 * i + 0], static_cast<unsigned>(std::popcount(v) + 100 * std::countl_zero(v)));
+    EXPECT_EQ(out[6 * i + 1], std::bit_ceil(v % 1000u + 1u)) << i;
+    EXPECT_EQ(out[6 * i + 2], v % 2 == 0 ? v / 2 : 12345u) << i;
+    EXPECT_EQ(out[6 * i + 3],
+              i % 2 != 0 ? static_cast<unsigned>(static_cast<float>(v) * 0.5f * 2.0f) + 1u : v)
+        << i;
+    EXPECT_EQ(out[6 * i + 4], std::accumulate(a, a + 5, 0u)) << i;
+    EXPECT_EQ(out[6 * i + 5], a[2] + 1000u * std::gcd(v, 60u)) << i;
+  }
+}
+
+// A program whose -I folder holds CCCL gets CCCL's cuda/std (its version macro); one whose
+// folders do not still gets the built-in stand-ins.
 TEST_F(Cccl, HeadersComeFromTheNamedFolder) {
-  build(R"(
-#include <cuda/std/version>
+  constexpr const char* kProgram = R"(
+#include <cuda/std/type_traits>
 extern "C" __global__ void k(int* out) {
 #ifdef _LIBCUDACXX_CUDA_API_VERSION
   out[0] = _LIBCUDACXX_CUDA_API_VERSION > 0 ? 1 : 2;
 #else
-  out[0] = 3;
+  out[0] = cuda::std::is_same<int, int>::value ? 3 : 4;
 #endif
 }
-)");
+)";
+  BUILD_OR_RETURN(kProgram);
   std::vector<int> out(1, 0);
   launch("k", 1, 1, out);
-  EXPECT_EQ(out[0], 1);
+  EXPECT_EQ(out[0], 1);  // CCCL's header
+  cuModuleUnload(mod_);
+  mod_ = nullptr;
+  // A folder without CCCL: the built-in stand-in (the host library under cuda::std).
+  BUILD_OR_RETURN(kProgram, nullptr, fs::temp_directory_path().string());
+  out[0] = 0;
+  launch("k", 1, 1, out);
+  EXPECT_EQ(out[0], 3);
 }
 
 // cuda::atomic_ref / cuda::std::atomic: CCCL's device path is inline PTX in its headers.
 TEST_F(Cccl, AtomicRef) {
-  build(R"(
+  BUILD_OR_RETURN(R"(
 #include <cuda/atomic>
 extern "C" __global__ void k(int* counter, int* seen) {
   cuda::atomic_ref<int, cuda::thread_scope_device> c(*counter);
   seen[blockIdx.x * blockDim.x + threadIdx.x] = c.fetch_add(2, cuda::std::memory_order_relaxed);
 }
 )",
-        "no such instruction");
+                  "no such instruction");
   constexpr unsigned kB = 4, kT = 64;
   std::vector<int> counter(1, 5), seen(kB * kT, -1);
   launch("k", kB, kT, counter, seen);
@@ -267,7 +327,7 @@ extern "C" __global__ void k(int* counter, int* seen) {
 
 // CUB's block primitives: load, radix sort, reduce, scan, warp reduce, store.
 TEST_F(Cccl, CubBlockPrimitives) {
-  build(R"(
+  BUILD_OR_RETURN(R"(
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
@@ -300,7 +360,7 @@ extern "C" __global__ void k(const int* in, int* sorted, int* sums) {
   if (threadIdx.x % 32 == 0) sums[129 + threadIdx.x / 32] = warp;
 }
 )",
-        "no such instruction");
+                  "no such instruction");
   std::vector<int> in(512), sorted(512, 0), sums(133, 0);
   for (int i = 0; i < 512; ++i) in[i] = (i * 7919) % 1000 - 500;
   launch("k", 1, 128, in, sorted, sums);
