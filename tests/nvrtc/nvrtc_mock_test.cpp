@@ -92,6 +92,41 @@ TEST_F(NvrtcMock, SeedSaxpy) {
   ASSERT_CU(cuModuleUnload(mod));
 }
 
+// CUDA's abs overloads without any include, and beside the host library's <cstdlib> and
+// <ctime> (which define std::abs for the same types and declare clock()), plus inline PTX.
+TEST_F(NvrtcMock, AbsAndClockBesideTheHostLibrary) {
+  nvrtc_test::Program prog(R"(
+#include <cstdlib>
+#include <ctime>
+#include <cmath>
+extern "C" __global__ void k(double* out) {
+  const long l = -3 - (long)threadIdx.x;
+  out[0] = abs(l) + abs(-2LL) + abs(-1.5f) + abs(-0.25) + abs(-4) + std::abs(-8L) + std::abs(-0.5);
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  out[1] = clock() >= 0 ? 1.0 + lane : -1.0;
+}
+)",
+                           "abs.cu");
+  const std::string inc = "-I" + std::filesystem::temp_directory_path().string();
+  ASSERT_EQ(prog.compile({inc.c_str()}), NVRTC_SUCCESS) << prog.log();
+  const std::string ptx = prog.ptx();
+  CUmodule mod = nullptr;
+  CUfunction fn = nullptr;
+  ASSERT_CU(cuModuleLoadData(&mod, ptx.data()));
+  ASSERT_CU(cuModuleGetFunction(&fn, mod, "k"));
+  CUdeviceptr d = 0;
+  ASSERT_CU(cuMemAlloc(&d, 2 * sizeof(double)));
+  void* args[] = {&d};
+  ASSERT_CU(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  double out[2] = {};
+  ASSERT_CU(cuMemcpyDtoH(out, d, sizeof out));
+  EXPECT_DOUBLE_EQ(out[0], 3 + 2 + 1.5 + 0.25 + 4 + 8 + 0.5);
+  EXPECT_DOUBLE_EQ(out[1], 1.0);
+  ASSERT_CU(cuMemFree(d));
+  ASSERT_CU(cuModuleUnload(mod));
+}
+
 TEST_F(NvrtcMock, NameExpressionsGiveNamesTheModuleAccepts) {
   nvrtc_test::Program prog(
       "template <class T> __global__ void fill(T* p, T v) { p[threadIdx.x] = v; }\n", "t.cu");
