@@ -35,6 +35,45 @@ TEST(InlineAsm, ReadsTemplatesOperandsAndConstraints) {
   EXPECT_FALSE(st[1].operands[2].output);
 }
 
+// CCCL's forms: `::` between operand lists, raw-string templates.
+TEST(InlineAsm, ReadsDoubleColonsAndRawStringTemplates) {
+  const std::string src =
+      "asm volatile(\"membar.gl;\" ::: \"memory\");\n"
+      "asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)::);\n"
+      "asm volatile(R\"YYY(\n  ld.acquire.gpu.b32 %0,[%1];\n)YYY\" : \"=r\"(d) : \"l\"(p) : "
+      "\"memory\");\n"
+      "const char* q = R\"(asm(\"not this\"))\";\n";
+  std::string error;
+  const auto st = find_asm_statements(src, error);
+  ASSERT_TRUE(error.empty()) << error;
+  ASSERT_EQ(st.size(), 3u);
+  EXPECT_EQ(st[0].text, "membar.gl;");
+  EXPECT_TRUE(st[0].operands.empty());
+  ASSERT_EQ(st[1].operands.size(), 1u);
+  EXPECT_TRUE(st[1].operands[0].output);
+  EXPECT_EQ(st[2].text, "\n  ld.acquire.gpu.b32 %0,[%1];\n");
+  ASSERT_EQ(st[2].operands.size(), 2u);
+  EXPECT_EQ(st[2].operands[1].expression, "p");
+  EXPECT_EQ(st[2].line, 3u);
+}
+
+// Several texts as one module: one numbering, one preamble; a header statement the front end
+// cannot read stays as written.
+TEST(InlineAsm, RewritesSeveralTextsAsOneModule) {
+  std::vector<std::string> texts = {
+      "void f(unsigned& r) { asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(r)); }\n",
+      "void g(unsigned& r) { asm(\"mov.u32 %0, 7;\" : \"=r\"(r)); asm(\"pause\" :: :); }\n"};
+  std::string preamble, error;
+  std::vector<std::string> skipped;
+  EXPECT_EQ(rewrite_inline_asm_texts(texts, preamble, error, &skipped), 2u) << error;
+  EXPECT_NE(texts[0].find("::cudamux_asm_call_0((r))"), std::string::npos) << texts[0];
+  EXPECT_NE(texts[1].find("::cudamux_asm_call_1((r))"), std::string::npos) << texts[1];
+  EXPECT_NE(texts[1].find("asm(\"pause\" :: :)"), std::string::npos) << texts[1];
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].rfind("1: ", 0), 0u) << skipped[0];
+  EXPECT_NE(preamble.find("cudamux_asm_call_1"), std::string::npos);
+}
+
 TEST(InlineAsm, BuildsOneFunctionPerStatement) {
   const std::string src =
       "asm(\"{ .reg .pred p; setp.ne.u32 p, %[x], 0; selp.u32 %[y], 1, 2, p; }\""
@@ -55,7 +94,8 @@ TEST(InlineAsm, BuildsOneFunctionPerStatement) {
   EXPECT_EQ(ptx.find("st.b32 [%cudamux_args+8]"), std::string::npos);
   const std::string call = asm_call(st[0], 0, src.substr(st[0].begin, st[0].end - st[0].begin));
   EXPECT_EQ(call, "::cudamux_asm_call_0((y), (x))");
-  EXPECT_NE(asm_wrappers(st, {"cudamux_asm_0"}).find("cudamux_asm_0(reinterpret_cast<const char*>(&args));"),
+  EXPECT_NE(asm_wrappers(st, {"cudamux_asm_0"})
+                .find("cudamux_asm_0(reinterpret_cast<const char*>(&args));"),
             std::string::npos);
 }
 
