@@ -166,6 +166,71 @@ extern "C" __global__ void k(const int* a, int* c, int n) {
     }
 }
 
+TEST_F(MockFission, ThreadIndexValuesAreRecomputedSharedReadsAreKept) {
+  // i and i2 are pure functions of threadIdx (recomputed in every region, issue 18); j reads a
+  // __shared__ value that a later phase overwrites, so it must be kept per thread, as must a
+  // value modified after its declaration. 3-D blocks, an early return, a shadowing scope.
+  const char* src = R"(
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  __shared__ int base;
+  const int i = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int i2 = i * 2 + threadIdx.z;
+  if (i == 0) base = in[blockIdx.x];
+  __syncthreads();
+  const int j = base + i;
+  int m = i;
+  m += 3;
+  __syncthreads();
+  if (i == 0) base = 1000;
+  __syncthreads();
+  if (i >= n) return;
+  __syncthreads();
+  {
+    const int i = 5;
+    __syncthreads();
+    out[blockIdx.x * 64 + i2] = j * 100 + m * 10 + i + base;
+  }
+}
+)";
+  const std::vector<int> in = {7, 11, 13};
+  const int n = 28;  // of 32 threads per block
+  Outcome o = both(src, "k", {3}, {4, 4, 2}, in, 3 * 64, n);
+  EXPECT_TRUE(fissioned(o, "k")) << o.log;
+  for (int b = 0; b < 3; ++b)
+    for (int z = 0; z < 2; ++z)
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 4; ++x) {
+          const int i = x + 4 * (y + 4 * z);
+          const int at = b * 64 + i * 2 + z;
+          const int expect =
+              i < n ? (in[static_cast<std::size_t>(b)] + i) * 100 + (i + 3) * 10 + 5 + 1000 : -7;
+          EXPECT_EQ(o.out[static_cast<std::size_t>(at)], expect)
+              << "block " << b << " thread " << i;
+        }
+}
+
+TEST_F(MockFission, RegionsCallingDeviceFunctionsSeeThreadIdx) {
+  // A helper reads the global threadIdx: regions that call it must store it per thread.
+  const char* src = R"(
+__device__ int lane_of() { return threadIdx.x + 100 * threadIdx.y; }
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  __shared__ int s[64];
+  const int t = threadIdx.x + blockDim.x * threadIdx.y;
+  s[t] = lane_of();
+  __syncthreads();
+  out[blockIdx.x * 64 + t] = s[(t + 1) % (blockDim.x * blockDim.y)] + in[0] * lane_of();
+}
+)";
+  Outcome o = both(src, "k", {2}, {8, 8}, {2}, 128, 0);
+  EXPECT_TRUE(fissioned(o, "k")) << o.log;
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 64; ++t) {
+      const int u = (t + 1) % 64;
+      const int expect = (u % 8 + 100 * (u / 8)) + 2 * (t % 8 + 100 * (t / 8));
+      EXPECT_EQ(o.out[static_cast<std::size_t>(b * 64 + t)], expect) << "thread " << t;
+    }
+}
+
 TEST_F(MockFission, EarlyReturnCountsAsArrival) {
   // Threads at or past n return before the barriers; the rest still meet there.
   const char* src = R"(

@@ -587,7 +587,8 @@ void store_in_cache(const fs::path& file, const std::string& data, spdlog::logge
 // The files g++ read for a program (its -MD output), less our own: the program's folder, -I
 // folders and the current directory can hold headers the cache key cannot see.
 std::vector<std::string> disk_dependencies(const fs::path& deps_file, const fs::path& tmp_dir,
-                                           const std::string& include_dir) {
+                                           const std::string& include_dir,
+                                           const std::string& pch_dir) {
   const std::string text = read_file(deps_file);
   std::vector<std::string> out;
   std::string cur;
@@ -600,7 +601,8 @@ std::vector<std::string> disk_dependencies(const fs::path& deps_file, const fs::
       std::error_code ec;
       const fs::path abs = fs::absolute(cur, ec).lexically_normal();
       const std::string a = abs.string();
-      if (!ec && !a.starts_with(tmp_dir.string() + "/") && !a.starts_with(include_dir + "/"))
+      if (!ec && !a.starts_with(tmp_dir.string() + "/") && !a.starts_with(include_dir + "/") &&
+          (pch_dir.empty() || !a.starts_with(pch_dir + "/")))
         out.push_back(a);
     }
     cur.clear();
@@ -714,11 +716,12 @@ bool disk_files_unchanged(const fs::path& stamps_file) {
   return stamp_files(files) == expected;
 }
 
-// A precompiled header of the prelude and ptx_ops.h for code translated from PTX (built once
-// per compiler, CPU, headers and flags, in <cache>/mock-pch/): a kernel compiled alone is
+// A precompiled header of the prelude (and ptx_ops.h for code translated from PTX), built once
+// per compiler, CPU, headers and flags, in <cache>/mock-pch/: a kernel compiled alone is
 // small, so parsing those headers was most of its compile time (docs/performance.md, "PTX
-// kernels compiled at first launch"). Returns the header to force-include, or "" when none
-// could be built (the plain prelude then; -Winvalid-pch keeps a stale one harmless).
+// kernels compiled at first launch", "NVRTC programs: compile time and barrier kernels").
+// Returns the header to force-include, or "" when none could be built (the plain prelude
+// then). A stale or mismatched .gch is harmless: g++ then reads the header's text.
 const std::string& cpu_identity();
 
 bool gold_available() {
@@ -732,29 +735,35 @@ bool gold_available() {
   return yes;
 }
 
-std::string ensure_pch(const std::string& compiler, const std::string& cache_dir,
-                       const DeviceFiles& files, const std::vector<std::string>& flags,
-                       spdlog::logger& log) {
+// `kind` names the header: "ptx" (prelude and ptx_ops.h, for translated PTX) or "nvrtc" (the
+// prelude alone, for CUDA C++ programs). `flags` are the compile flags that can change the
+// header's meaning (no link flags, no -MD, none of the program's own -D/-U).
+std::string ensure_pch(std::string_view kind, const std::string& compiler,
+                       const std::string& pch_root, const DeviceFiles& files,
+                       const std::vector<std::string>& flags, spdlog::logger& log) {
   static std::mutex mu;  // one build per process at a time; other processes: atomic rename
   std::vector<std::string> cflags;
   for (const auto& f : flags)
-    if (f != "-shared" && f.rfind("-Wl,", 0) != 0 && f.rfind("-fuse-ld=", 0) != 0)
+    if (f != "-shared" && f != "-MD" && f.rfind("-Wl,", 0) != 0 && f.rfind("-fuse-ld=", 0) != 0)
       cflags.push_back(f);
+  const bool ptx = kind == "ptx";
   Hasher h;
-  h.add("cudamux-ptx-pch-v1");
+  h.add(ptx ? "cudamux-ptx-pch-v1" : "cudamux-nvrtc-pch-v1");
   h.add(compiler_identity(compiler));
   h.add(cpu_identity());
   h.add(prelude_identity(files.include_dir));
   h.add(files.include_dir);
   for (const auto& f : cflags) h.add(f);
-  const fs::path dir = fs::path(cache_dir) / "mock-pch" / h.digest().substr(0, 24);
-  const fs::path header = dir / "cudamux_ptx_pch.h";
-  const fs::path gch = dir / "cudamux_ptx_pch.h.gch";
+  const fs::path dir = fs::path(pch_root) / "mock-pch" / h.digest().substr(0, 24);
+  const std::string base = ptx ? "cudamux_ptx_pch.h" : "cudamux_nvrtc_pch.h";
+  const fs::path header = dir / base;
+  const fs::path gch = dir / (base + ".gch");
   std::lock_guard lock(mu);
   std::error_code ec;
   if (fs::is_regular_file(gch, ec) && fs::is_regular_file(header, ec)) return header.string();
   fs::create_directories(dir, ec);
-  const std::string text = "#include \"cudamux/prelude.h\"\n#include \"cudamux/ptx_ops.h\"\n";
+  const std::string text = ptx ? "#include \"cudamux/prelude.h\"\n#include \"cudamux/ptx_ops.h\"\n"
+                               : "#include \"cudamux/prelude.h\"\n";
   if (!fs::is_regular_file(header, ec)) store_in_cache(header, text, log);
   std::random_device rd;
   const std::string tmp =
@@ -770,12 +779,13 @@ std::string ensure_pch(const std::string& compiler, const std::string& cache_dir
   const auto t0 = std::chrono::steady_clock::now();
   const Run run = run_process(argv);
   if (run.exit_code != 0 || ::rename(tmp.c_str(), gch.c_str()) != 0) {
-    log.debug("mock compiler: no precompiled header for PTX code: {}", run.output.substr(0, 500));
+    log.debug("mock compiler: no precompiled header for {} code: {}", kind,
+              run.output.substr(0, 500));
     fs::remove(tmp, ec);
     return {};
   }
   log.debug(
-      "mock compiler: precompiled header for PTX code built in {:.0f} ms",
+      "mock compiler: precompiled header for {} code built in {:.0f} ms", kind,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return header.string();
 }
@@ -1139,17 +1149,22 @@ CompilerSettings compiler_settings(const std::string& config_compiler,
   s.compiler = "g++";
   if (!config_compiler.empty()) s.compiler = config_compiler;
   if (const char* e = std::getenv("CUDAMUX_MOCK_CXX"); e != nullptr && *e != '\0') s.compiler = e;
+  if (const char* p = std::getenv("CUDAMUX_MOCK_NVRTC_PCH"); p != nullptr && *p != '\0')
+    s.nvrtc_pch = std::string_view(p) != "0";
+  if (!config_cache_dir.empty()) {
+    s.pch_dir = config_cache_dir;
+  } else if (const char* p = std::getenv("CUDA_CACHE_PATH"); p != nullptr && *p != '\0') {
+    s.pch_dir = p;
+  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    s.pch_dir = std::string(x) + "/cudamux";
+  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    s.pch_dir = std::string(h) + "/.cache/cudamux";
+  }
+  // CUDA_CACHE_DISABLE turns off the cache of compiled programs; the precompiled prelude is
+  // part of the toolchain (keyed on compiler, CPU, headers and flags), not a program's result.
   const char* disable = std::getenv("CUDA_CACHE_DISABLE");
   if (disable != nullptr && std::string_view(disable) == "1") return s;
-  if (!config_cache_dir.empty()) {
-    s.cache_dir = config_cache_dir;
-  } else if (const char* p = std::getenv("CUDA_CACHE_PATH"); p != nullptr && *p != '\0') {
-    s.cache_dir = p;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
-    s.cache_dir = std::string(x) + "/cudamux";
-  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    s.cache_dir = std::string(h) + "/.cache/cudamux";
-  }
+  s.cache_dir = s.pch_dir;
   return s;
 }
 
@@ -1208,10 +1223,10 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
       "-D__CUDA_ARCH_LIST__=" + std::to_string(arch * 10),
       "-Wl,-Bsymbolic",
   };
-  // Code translated from PTX links with gold where installed: a kernel compiled alone is a
-  // small object, and GNU ld took ~170 ms of a ~350 ms compile to link it (gold ~60 ms;
-  // docs/performance.md, "PTX kernels compiled at first launch").
-  if (generated && gold_available()) flags.emplace_back("-fuse-ld=gold");
+  // Modules link with gold where installed: a kernel compiled alone is a small object, and GNU
+  // ld took ~170 ms of a ~350 ms compile to link it (gold ~60 ms; docs/performance.md, "PTX
+  // kernels compiled at first launch"; CUDA C++ programs likewise since issue 18).
+  if (gold_available()) flags.emplace_back("-fuse-ld=gold");
   if (settings_.memcheck) {
     // Every load and store calls a hook first (the prelude defines them, the device runtime
     // checks). Stack and globals need no redzones: the runtime knows those ranges.
@@ -1227,6 +1242,9 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   }
   if (o.device_debug) flags.push_back("-g");
   if (o.line_info && !o.device_debug) flags.push_back("-g1");
+  // The program's own macros stay out of the precompiled header (one header serves every
+  // program; g++ falls back to the plain text if a macro changes what the header means).
+  std::vector<std::string> pch_flags(flags.begin(), flags.end());
   for (const auto& [k, v] : o.defines) flags.push_back(v.empty() ? "-D" + k : "-D" + k + "=" + v);
   for (const auto& u : o.undefines) flags.push_back("-U" + u);
 
@@ -1389,6 +1407,9 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     argv.push_back((dir / "prelude").string());
     argv.emplace_back("-nostdinc");
     argv.emplace_back("-nostdinc++");
+    // No stdc-predef.h either: the header must be built the same way to be used.
+    pch_flags.emplace_back("-nostdinc");
+    pch_flags.emplace_back("-nostdinc++");
   }
   if (!generated) {
     argv.emplace_back("-MF");
@@ -1398,12 +1419,18 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   for (const auto& i : o.include_paths) argv.push_back("-I" + i);
   argv.push_back("-include");
   // Translated PTX: the prelude and ptx_ops.h precompiled (cached beside the modules).
+  // CUDA C++: the prelude precompiled, with the program's flags less its own macros (first
+  // compile of a small program: ~60% of g++'s time was parsing the prelude; performance.md).
   std::string pch;
-  if (generated && !settings_.cache_dir.empty() && settings_.ptx_pch && o.pre_includes.empty())
-    pch = ensure_pch(settings_.compiler, settings_.cache_dir, files, flags, *log_);
+  if (generated && !settings_.pch_dir.empty() && settings_.ptx_pch && o.pre_includes.empty())
+    pch = ensure_pch("ptx", settings_.compiler, settings_.pch_dir, files, flags, *log_);
+  if (!generated && !settings_.pch_dir.empty() && settings_.nvrtc_pch)
+    pch = ensure_pch("nvrtc", settings_.compiler, settings_.pch_dir, files, pch_flags, *log_);
   argv.push_back(pch.empty() ? (fs::path(files.include_dir) / "cudamux" / "prelude.h").string()
                              : pch);
-  if (!pch.empty()) argv.push_back("-Winvalid-pch");
+  // A stale header is harmless either way (g++ reads the plain text instead); only code we
+  // generate says so, a program's log stays its own.
+  if (!pch.empty() && generated) argv.push_back("-Winvalid-pch");
   for (const auto& i : o.pre_includes) {
     // A given header of that name first (the compiler would look in the current directory).
     const bool is_given = std::any_of(request.headers.begin(), request.headers.end(),
@@ -1497,8 +1524,11 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   result.success = true;
   if (!cache_file.empty()) {
     // The stamps go first: an entry is never seen without them.
-    const auto deps = generated ? std::vector<std::string>{}
-                                : disk_dependencies(dir / "deps.d", dir, files.include_dir);
+    const auto deps =
+        generated ? std::vector<std::string>{}
+                  : disk_dependencies(dir / "deps.d", dir, files.include_dir,
+                                      settings_.pch_dir.empty() ? std::string()
+                                                                : settings_.pch_dir + "/mock-pch");
     std::error_code rm_ec;
     auto stamped = deps;  // with the headers whose asm was translated (read from copies)
     stamped.insert(stamped.end(), header_asm_files.begin(), header_asm_files.end());

@@ -352,8 +352,10 @@ class Fissioner {
         << in_.params << ") {\n"
         << "const uint3 __cmx_bd = blockDim;\n"
         << "const unsigned __cmx_n = __cmx_bd.x * __cmx_bd.y * __cmx_bd.z;\n"
-        << "uint3 __cmx_tid[__cmx_n];\n"
-        << "::cudamux::fission::thread_table(__cmx_tid, __cmx_bd);\n";
+        // The runtime refuses blocks of more than 1024 threads: thread-indexed offsets
+        // cannot wrap, so g++ sees them as affine in the thread loops.
+        << "if (__cmx_n > 1024u || __cmx_bd.x > 1024u || __cmx_bd.y > 1024u) "
+           "__builtin_unreachable();\n";
       if (has_return_) {
         o << "unsigned char __cmx_done[__cmx_n];\n"
           << "for (unsigned __cmx_t = 0; __cmx_t < __cmx_n; ++__cmx_t) __cmx_done[__cmx_t] = 0;\n"
@@ -387,6 +389,13 @@ class Fissioner {
   struct Var {
     std::string name;
     std::string array;  // per-thread array; empty: a uniform block-level variable
+    // Recomputed per thread: a never-modified variable whose initialiser reads only
+    // threadIdx and uniform values. `fn` (a block-level lambda of threadIdx) gives its value.
+    std::string fn;
+    std::string type;
+    // A block-level `__shared__`/`static` name: uniform when read once (a condition, a
+    // uniform declaration), but memory that later phases may change, so never recomputed.
+    bool memory = false;
   };
   const FissionInput& in_;
   std::string_view c_;
@@ -454,6 +463,15 @@ class Fissioner {
   // Block-uniform: every thread computes the same value. `self` is a loop variable allowed
   // in its own for header.
   bool uniform(std::size_t b, std::size_t e, const std::string& self = {}) const {
+    return uniform_or_affine(b, e, self, false);
+  }
+  // Thread-affine: a pure function of threadIdx and uniform values (no memory read, no call),
+  // so every region can recompute it instead of keeping it per thread.
+  bool thread_affine(std::size_t b, std::size_t e) const {
+    return uniform_or_affine(b, e, {}, true);
+  }
+  bool uniform_or_affine(std::size_t b, std::size_t e, const std::string& self,
+                         bool allow_thread) const {
     static const std::set<std::string> ok_idents = {
         "blockIdx", "blockDim", "gridDim", "warpSize",    "true",  "false", "nullptr", "sizeof",
         "int",      "unsigned", "signed",  "long",        "short", "char",  "bool",    "float",
@@ -465,13 +483,15 @@ class Fissioner {
       if (t[k].ident) {
         if ((x == "x" || x == "y" || x == "z") && (k == 0 || t[k - 1].text != ".")) return false;
         if (ok_idents.count(x) != 0 || x == self || extra_uniform_.count(x) != 0) continue;
+        if (allow_thread && x == "threadIdx" && lookup(x) == nullptr) continue;
         if (std::find(in_.uniform_macros.begin(), in_.uniform_macros.end(), x) !=
                 in_.uniform_macros.end() &&
             lookup(x) == nullptr)
           continue;
         const Var* v = lookup(x);
         if (v != nullptr) {
-          if (!v->array.empty()) return false;
+          if (!v->array.empty() || (!v->fn.empty() && !allow_thread) || (v->memory && allow_thread))
+            return false;
           continue;
         }
         if (params_.count(x) != 0) continue;
@@ -481,8 +501,9 @@ class Fissioner {
           x == "--" || x == "{" || x == "}")
         return false;
       if (x == ".") {
-        if (k == 0 || (t[k - 1].text != "blockIdx" && t[k - 1].text != "blockDim" &&
-                       t[k - 1].text != "gridDim"))
+        if (k == 0 ||
+            (t[k - 1].text != "blockIdx" && t[k - 1].text != "blockDim" &&
+             t[k - 1].text != "gridDim" && (!allow_thread || t[k - 1].text != "threadIdx")))
           return false;
         continue;
       }
@@ -625,6 +646,8 @@ class Fissioner {
 
   struct Region {
     std::vector<std::string> parts;  // statement texts, in order
+    std::string pre;                 // block-level code before the region's loop (lambdas)
+    std::vector<Var> deferred;       // recomputed variables visible from the next region on
     bool has_return = false;
     bool empty() const { return parts.empty(); }
   };
@@ -632,17 +655,32 @@ class Fissioner {
   void flush(Region& r, std::ostringstream& o) {
     if (r.empty()) return;
     const int id = counter_++;
-    o << "for (unsigned __cmx_t = 0; __cmx_t < __cmx_n; ++__cmx_t) {\n";
+    o << r.pre;
+    // The block's threads nested z/y/x: threadIdx is a local of the loop (never a load), and
+    // the innermost loop runs over threadIdx.x, so g++ sees indices affine in it.
+    o << "for (unsigned __cmx_z = 0; __cmx_z < __cmx_bd.z; ++__cmx_z)\n"
+      << "for (unsigned __cmx_y = 0; __cmx_y < __cmx_bd.y; ++__cmx_y) {\n"
+      << "const unsigned __cmx_row = (__cmx_z * __cmx_bd.y + __cmx_y) * __cmx_bd.x;\n"
+      << "for (unsigned __cmx_x = 0; __cmx_x < __cmx_bd.x; ++__cmx_x) {\n"
+      << "const unsigned __cmx_t = __cmx_row + __cmx_x;\n";
     if (has_return_) o << "if (__cmx_done[__cmx_t]) continue;\n";
-    // threadIdx is stored only if the region can read it: it names threadIdx, calls anything
-    // (a function may read it), or a macro might expand to it.
-    if (region_reads_thread_idx(r)) o << "threadIdx = __cmx_tid[__cmx_t];\n";
+    o << "const uint3 __cmx_ti{__cmx_x, __cmx_y, __cmx_z};\n";
+    // The global threadIdx is stored only if code outside the region can read it: the region
+    // calls something, or code outside kernels names threadIdx.
+    if (region_calls_out(r)) o << "::threadIdx = __cmx_ti;\n";
+    o << "[[maybe_unused]] const uint3 threadIdx = __cmx_ti;\n";
     o << "{\n";
     // Bind every visible per-thread variable (innermost wins), so that macros see them too.
     std::set<std::string> bound;
     for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
       for (auto v = s->rbegin(); v != s->rend(); ++v) {
-        if (!bound.insert(v->name).second || v->array.empty()) continue;
+        if (!bound.insert(v->name).second) continue;
+        if (!v->fn.empty()) {
+          o << "[[maybe_unused]] const ::cudamux::fission::slot_t<" << v->type << "> " << v->name
+            << " = " << v->fn << "(threadIdx);\n";
+          continue;
+        }
+        if (v->array.empty()) continue;
         o << "auto& " << v->name << " = " << v->array << "[__cmx_t];\n";
       }
     o << "{\n";
@@ -655,21 +693,22 @@ class Fissioner {
     }
     o << "}\n}\n";
     if (r.has_return) o << "__cmx_ret" << id << ":;\n";
-    o << "}\n";
+    o << "}\n}\n";
     if (r.has_return) o << "if (__cmx_live == 0) goto __cmx_exit;\n";
+    for (auto& v : r.deferred) scopes_.back().push_back(v);
     r = Region{};
   }
-  bool region_reads_thread_idx(const Region& r) const {
+  bool region_calls_out(const Region& r) const {
     if (in_.thread_idx_read_outside) return true;
     static const std::set<std::string> not_calls = {"if",     "for",    "while",   "switch",
                                                     "sizeof", "return", "alignof", "static_cast"};
     for (const auto& p : r.parts) {
       const auto t = tokenize(p);
       for (std::size_t k = 0; k < t.size(); ++k) {
-        if (t[k].text == "threadIdx") return true;
+        // (__cmx_ names are ours: the recomputing lambdas read no global.)
         if (k + 1 < t.size() && t[k + 1].text == "(" &&
-            ((t[k].ident && not_calls.count(t[k].text) == 0) || t[k].text == ")" ||
-             t[k].text == ">" || t[k].text == "]"))
+            ((t[k].ident && not_calls.count(t[k].text) == 0 && t[k].text.rfind("__cmx_", 0) != 0) ||
+             t[k].text == ")" || t[k].text == ">" || t[k].text == "]"))
           return true;
       }
     }
@@ -739,6 +778,29 @@ class Fissioner {
                     base_type(d) + " " + d.declarator + ";\n";
             continue;
           }
+          if (!mod && d.has_init && d.form == '=' && d.dims.empty() && thread_affine(d.ib, d.ie)) {
+            // A pure function of threadIdx and uniform values, never modified: recomputed in
+            // each region that sees it (affine in threadIdx.x there) instead of kept per thread.
+            const std::string fn = "__cmx_f" + std::to_string(counter_++);
+            const std::string line =
+                "\n#line " + std::to_string(line_of(s.b)) + " " + in_.file + "\n";
+            std::string inner;  // recomputed variables the initialiser names
+            std::set<std::string> seen;
+            for (const auto& t : tokenize(c_.substr(d.ib, d.ie - d.ib))) {
+              const Var* v = t.ident ? lookup(t.text) : nullptr;
+              if (v != nullptr && !v->fn.empty() && seen.insert(t.text).second)
+                inner += "const ::cudamux::fission::slot_t<" + v->type + "> " + v->name + " = " +
+                         v->fn + "(threadIdx);\n";
+            }
+            r.pre += line + "const auto " + fn +
+                     " = [&](const uint3 threadIdx) __attribute__((always_inline)) {\n" + inner +
+                     line + "const ::cudamux::fission::slot_t<" + d.type + "> __cmx_v = " + d.init +
+                     ";\nreturn __cmx_v;\n};\n";
+            part += line + "const ::cudamux::fission::slot_t<" + d.type + "> " + d.name + " = " +
+                    fn + "(threadIdx);\n";
+            r.deferred.push_back({d.name, "", fn, d.type});
+            continue;
+          }
           const std::string arr = "__cmx_p" + std::to_string(counter_++);
           flush_keep(r, o, part);
           // Per-thread arrays live on the worker's stack (up to 1024 copies): large per-thread
@@ -775,7 +837,7 @@ class Fissioner {
     for (std::size_t k = 0; k + 1 < t.size(); ++k)
       if (t[k].ident && (t[k + 1].text == "[" || t[k + 1].text == "=" || t[k + 1].text == ";" ||
                          t[k + 1].text == "{" || t[k + 1].text == "," || t[k + 1].text == "("))
-        scopes_.back().push_back({t[k].text, ""});
+        scopes_.back().push_back({t[k].text, "", "", "", true});
   }
   bool uniform_init(const Decl& d) const {
     return d.has_init && d.form == '=' && uniform(d.ib, d.ie);

@@ -53,9 +53,16 @@ struct CompilerSettings {
   // Code translated from PTX is compiled with a precompiled header of the prelude and
   // ptx_ops.h (built once into the cache folder); CUDAMUX_MOCK_PTX_PCH=0: without.
   bool ptx_pch = true;
+  // CUDA C++ programs (NVRTC) are compiled with a precompiled prelude, built once per
+  // compiler, CPU, headers and flags; CUDAMUX_MOCK_NVRTC_PCH=0: without.
+  bool nvrtc_pch = true;
+  // Where precompiled headers live (<pch_dir>/mock-pch/): the cache folder, kept even with
+  // CUDA_CACHE_DISABLE=1 (that disables the cache of compiled programs only); empty: none.
+  std::string pch_dir;
 };
 // [mock] compiler/cache_dir plus the environment (CUDAMUX_MOCK_CXX, CUDA_CACHE_DISABLE,
-// CUDA_CACHE_PATH, XDG_CACHE_HOME, HOME, CUDAMUX_MOCK_FISSION, CUDAMUX_MEMCHECK).
+// CUDA_CACHE_PATH, XDG_CACHE_HOME, HOME, CUDAMUX_MOCK_FISSION, CUDAMUX_MEMCHECK,
+// CUDAMUX_MOCK_PTX_PCH, CUDAMUX_MOCK_NVRTC_PCH).
 CompilerSettings compiler_settings(const std::string& config_compiler,
                                    const std::string& config_cache_dir, bool config_fission = true,
                                    bool config_memcheck = false);

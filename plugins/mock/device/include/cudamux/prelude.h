@@ -596,13 +596,6 @@ struct slot<const volatile T> {
 // Per-thread storage of a variable declared `const T`: written once per thread by the twin.
 template <class T>
 using slot_t = typename slot<T>::type;
-// threadIdx of each linear thread id, computed once per block.
-__attribute__((always_inline)) inline void thread_table(uint3* t, uint3 bd) {
-  unsigned i = 0;
-  for (unsigned z = 0; z < bd.z; ++z)
-    for (unsigned y = 0; y < bd.y; ++y)
-      for (unsigned x = 0; x < bd.x; ++x) t[i++] = uint3{x, y, z};
-}
 }  // namespace cudamux::fission
 
 // --- kernels: the thunk that runs a block's threads as a loop ---
