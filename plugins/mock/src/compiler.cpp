@@ -641,7 +641,7 @@ bool translate_header_asm(const fs::path& deps_file, const fs::path& tmp_dir,
   std::vector<std::string> texts{std::move(program)};
   std::vector<fs::path> targets;
   std::vector<std::string> sources;
-  for (const auto& file : disk_dependencies(deps_file, tmp_dir, include_dir)) {
+  for (const auto& file : disk_dependencies(deps_file, tmp_dir, include_dir, std::string())) {
     for (const auto& inc : include_paths) {
       std::error_code ec;
       const std::string root = fs::absolute(inc, ec).lexically_normal().string();
