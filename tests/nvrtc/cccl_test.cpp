@@ -179,7 +179,7 @@ extern "C" __global__ void k(const float* x, double* out) {
   const float v = x[i];
   out[6 * i + 0] = cuda::std::sqrt(cuda::std::fabs(v));
   out[6 * i + 1] = cuda::std::exp(static_cast<double>(v) / 4);
-  out[6 * i + 2] = cuda::std::fma(v, 2.0f, 1.0f);
+  out[6 * i + 2] = fmaf(v, 2.0f, 1.0f);  // NVIDIA's NVRTC 13.0 has no cuda::std::fma
   out[6 * i + 3] = cuda::std::hypot(v, 3.0);
   out[6 * i + 4] = cuda::std::isnan(cuda::std::log(v)) ? 1 : 0;
   out[6 * i + 5] = cuda::std::fpclassify(v) == FP_ZERO ? 1 : cuda::std::signbit(v) ? -1 : 2;
@@ -300,7 +300,9 @@ extern "C" __global__ void k(int* out) {
   EXPECT_EQ(out[0], 1);  // CCCL's header
   cuModuleUnload(mod_);
   mod_ = nullptr;
-  // A folder without CCCL: the built-in stand-in (the host library under cuda::std).
+  // A folder without CCCL: the built-in stand-in (the host library under cuda::std). The mock's
+  // own addition: NVIDIA's NVRTC has no stand-in and cannot open the header (H100 oracle).
+  if (const char* o = std::getenv("CUDAMUX_ORACLE"); o != nullptr && *o == '1') return;
   BUILD_OR_RETURN(kProgram, nullptr, fs::temp_directory_path().string());
   out[0] = 0;
   launch("k", 1, 1, out);
