@@ -62,8 +62,8 @@ struct MemPool {
 
 namespace {
 
-constexpr std::size_t kPoolAlignment = 512;                   // every block starts and ends on it
-constexpr std::uint64_t kShareMagic = 0x6c6f6f7078756d63ull;  // "cmuxpool"
+constexpr std::size_t kPoolAlignment = 512;         // every block starts and ends on it
+constexpr std::uint32_t kShareMagic = 0x6c6f6f70u;  // "pool"
 
 // cuMemFreeAsync of cuMemAlloc memory: released once its event has completed.
 struct Deferred {
@@ -241,15 +241,25 @@ CUresult check_location(const CUmemLocation* loc, CUmemAllocationType type, cons
   return CUDA_SUCCESS;
 }
 
-// The record behind an exported pool's descriptor and an exported pointer.
+// The record behind an exported pool's descriptor and an exported pointer (the 64 bytes of
+// CUmemPoolPtrExportData). `ipc` is the start of the block's IPC memory handle
+// (DeviceContext::ipc_export_memory), through which another process maps the block; all zero
+// when the backend has none or its handle does not fit.
 struct ShareRecord {
-  std::uint64_t magic = kShareMagic;
-  std::int64_t pid = 0;
+  std::uint32_t magic = kShareMagic;
+  std::int32_t pid = 0;
   std::uint64_t uid = 0;
-  std::uint64_t base = 0;
+  std::uint64_t base = 0;  // pointers: the exporter's address; pools: the device ordinal
   std::uint64_t size = 0;
+  unsigned char ipc[32] = {};
 };
-static_assert(sizeof(ShareRecord) <= sizeof(CUmemPoolPtrExportData));
+static_assert(sizeof(ShareRecord) == sizeof(CUmemPoolPtrExportData));
+
+bool has_ipc(const ShareRecord& rec) {
+  for (unsigned char b : rec.ipc)
+    if (b != 0) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -349,7 +359,8 @@ namespace {
 // `plain` is set, a cuMemAlloc allocation (returned in `alloc`). Imported pointers are only
 // forgotten (`imported` set).
 CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& block,
-                             Allocation& alloc, bool& imported, const char* fn) {
+                             Allocation& alloc, bool& imported, bool& unmap_import,
+                             const char* fn) {
   Core& core = Core::get();
   State& st = state();
   const auto base = static_cast<std::uintptr_t>(p);
@@ -360,7 +371,11 @@ CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& b
     for (auto& q : st.pools) {
       auto it = q->imports.find(base);
       if (it == q->imports.end()) continue;
-      if (--it->second == 0) q->imports.erase(it);
+      if (--it->second == 0) {
+        q->imports.erase(it);
+        // Another process's block: this process mapped it (cuMemPoolImportPointer).
+        unmap_import = q->origin_pid != getpid();
+      }
       imported = true;
       return CUDA_SUCCESS;
     }
@@ -395,9 +410,12 @@ CUresult pool_free_async(CUdeviceptr p, Stream& s) {
   MemPool* pool = nullptr;
   Block block;
   Allocation alloc;
-  bool imported = false;
-  if (CUresult r = unregister_for_free(p, true, pool, block, alloc, imported, fn)) return r;
-  if (imported) return CUDA_SUCCESS;
+  bool imported = false, unmap_import = false;
+  if (CUresult r = unregister_for_free(p, true, pool, block, alloc, imported, unmap_import, fn))
+    return r;
+  // The mapping of another process's block goes once this process's work is done with it
+  // (cuIpcCloseMemHandle waits for every context).
+  if (imported) return unmap_import ? impl::cuIpcCloseMemHandle(p) : CUDA_SUCCESS;
   // The free's position in the stream: an event recorded there.
   auto e = std::make_unique<Event>();
   e->ctx = s.ctx;
@@ -432,11 +450,15 @@ bool pool_free_sync(CUdeviceptr p, CUresult& result) {
   MemPool* pool = nullptr;
   Block block;
   Allocation alloc;
-  bool imported = false;
-  if (unregister_for_free(p, false, pool, block, alloc, imported, "cuMemFree") != CUDA_SUCCESS)
+  bool imported = false, unmap_import = false;
+  if (unregister_for_free(p, false, pool, block, alloc, imported, unmap_import, "cuMemFree") !=
+      CUDA_SUCCESS)
     return false;
   result = CUDA_SUCCESS;
-  if (imported) return true;
+  if (imported) {
+    if (unmap_import) result = impl::cuIpcCloseMemHandle(p);
+    return true;
+  }
   // cuMemFree of pool memory synchronizes (CUDA's rule), of every context (issue 9).
   quiesce_all_contexts();
   State& st = state();
@@ -880,6 +902,7 @@ CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
                     "the pool was not created exportable as a POSIX fd");
     rec.pid = getpid();
     rec.uid = p->uid;
+    rec.base = static_cast<std::uint64_t>(p->device);
   }
   const int fd = memfd_create("cudamux-mempool", MFD_CLOEXEC);
   if (fd < 0) return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "memfd_create failed");
@@ -907,11 +930,27 @@ CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle
       rec.magic != core::kShareMagic)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "not a descriptor of an exported pool");
   if (rec.pid != getpid()) {
-    Core::get().log().warn(
-        "{}: importing a pool of another process is not supported by cudamux yet: returning "
-        "CUDA_ERROR_NOT_SUPPORTED",
-        fn);
-    return CUDA_ERROR_NOT_SUPPORTED;
+    // Another process's pool: a view that imports its pointers (their blocks are mapped
+    // through the backend's IPC memory handles, cuMemPoolImportPointer).
+    int count = 0;
+    if (CUresult r = impl::cuDeviceGetCount(&count)) return r;
+    if (rec.base >= static_cast<std::uint64_t>(count))
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "the exported pool's device does not exist here");
+    auto p = std::make_unique<MemPool>();
+    p->device = static_cast<int>(rec.base);
+    p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    p->props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->props.location.id = p->device;
+    p->imported = true;
+    p->origin_pid = static_cast<pid_t>(rec.pid);
+    p->origin_uid = rec.uid;
+    core::State& st = core::state();
+    std::lock_guard lock(st.mutex);
+    MemPool* out = nullptr;
+    if (CUresult r = core::register_pool(st, std::move(p), out)) return r;
+    *pool_out = out->handle;
+    return CUDA_SUCCESS;
   }
   core::State& st = core::state();
   std::lock_guard lock(st.mutex);
@@ -946,7 +985,18 @@ CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdevicep
   rec.pid = getpid();
   rec.uid = p.uid;
   rec.base = ptr;
-  rec.size = p.live.at(it->first).size;
+  const core::Block& block = p.live.at(it->first);
+  rec.size = block.size;
+  // For another process: the block's IPC handle, when the backend has one and it fits.
+  CUipcMemHandle ipc{};
+  backend::Status ipc_status;
+  if (block.ctx &&
+      block.ctx->impl->ipc_export_memory(reinterpret_cast<void*>(block.base), block.size, ipc,
+                                         ipc_status) &&
+      ipc_status.ok() &&
+      std::all_of(ipc.reserved + sizeof rec.ipc, std::end(ipc.reserved),
+                  [](char c) { return c == 0; }))
+    std::memcpy(rec.ipc, ipc.reserved, sizeof rec.ipc);
   std::memset(shareData_out, 0, sizeof *shareData_out);
   std::memcpy(shareData_out->reserved, &rec, sizeof rec);
   return CUDA_SUCCESS;
@@ -961,12 +1011,38 @@ CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
   if (rec.magic != core::kShareMagic)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "not exported pointer data");
   core::State& st = core::state();
-  std::lock_guard lock(st.mutex);
+  std::unique_lock lock(st.mutex);
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
   if (!p->imported || p->origin_uid != rec.uid || p->origin_pid != rec.pid)
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "the pointer was not exported from this pool's origin");
+  if (rec.pid != getpid()) {
+    // Another process's block: mapped here through its IPC memory handle (the core's IPC
+    // bookkeeping makes it device memory of the current context; the free unmaps it).
+    if (!has_ipc(rec)) {
+      Core::get().log().warn(
+          "{}: the exporting process's backend gave no IPC handle for this pointer: returning "
+          "CUDA_ERROR_NOT_SUPPORTED",
+          fn);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    lock.unlock();  // the IPC calls take the allocation lock, which is taken before this one
+    CUipcMemHandle ipc{};
+    std::memcpy(ipc.reserved, rec.ipc, sizeof rec.ipc);
+    CUdeviceptr mapped = 0;
+    if (CUresult r = impl::cuIpcOpenMemHandle_v2(&mapped, ipc, 0)) return r;
+    lock.lock();
+    p = core::pool_of(pool);
+    if (!p) {
+      lock.unlock();
+      (void)impl::cuIpcCloseMemHandle(mapped);
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool was destroyed meanwhile");
+    }
+    ++p->imports[static_cast<std::uintptr_t>(mapped)];
+    *ptr_out = mapped;
+    return CUDA_SUCCESS;
+  }
   auto o = st.owner.find(static_cast<std::uintptr_t>(rec.base));
   if (o == st.owner.end() || o->second->uid != rec.uid)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "the exported allocation was freed");

@@ -2,6 +2,13 @@
 // given (hex, on the command line), prints the word at the start of the memory, writes its
 // complement after it, reports whether the event is still pending and then waits for it.
 //   driver_ipc_child <mem handle hex> <event handle hex>
+// With "pool", it imports a memory pool of the parent (its exported descriptor, reached through
+// /proc/<parent>/fd/<fd>) and a pointer from it, prints the word there, writes its complement
+// after it and frees the import:
+//   driver_ipc_child pool <parent pid> <pool fd> <pointer export data hex>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -21,7 +28,36 @@ bool unhex(const char* s, void* out, size_t bytes) {
 }
 }  // namespace
 
+int import_pool(char** argv) {
+  const std::string path = std::string("/proc/") + argv[2] + "/fd/" + argv[3];
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 20;
+  CUmemPoolPtrExportData data{};
+  if (!unhex(argv[4], &data, sizeof data)) return 2;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate_v2(&ctx, 0, dev)) return 3;
+  CUmemoryPool pool = nullptr;
+  if (cuMemPoolImportFromShareableHandle(&pool, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))
+    return 21;
+  close(fd);
+  CUdeviceptr p = 0;
+  if (cuMemPoolImportPointer(&p, pool, &data)) return 22;
+  unsigned word = 0;
+  if (cuMemcpyDtoH_v2(&word, p, sizeof word)) return 23;
+  const unsigned reply = ~word;
+  if (cuMemcpyHtoD_v2(p + 4, &reply, sizeof reply)) return 24;
+  std::printf("%08x\n", word);
+  CUstream s = nullptr;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuMemFreeAsync(p, s) || cuStreamSynchronize(s))
+    return 25;
+  if (cuStreamDestroy_v2(s) || cuMemPoolDestroy(pool)) return 26;
+  return cuCtxDestroy_v2(ctx) ? 13 : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 5 && std::strcmp(argv[1], "pool") == 0) return import_pool(argv);
   if (argc != 3) return 2;
   CUipcMemHandle mh{};
   CUipcEventHandle eh{};
