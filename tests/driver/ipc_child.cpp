@@ -26,6 +26,12 @@ bool unhex(const char* s, void* out, size_t bytes) {
   }
   return true;
 }
+
+bool make_context(CUcontext& ctx) {
+  CUdevice dev = 0;
+  return cuInit(0) == CUDA_SUCCESS && cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+         cuCtxCreate_v2(&ctx, 0, dev) == CUDA_SUCCESS;
+}
 }  // namespace
 
 int import_pool(char** argv) {
@@ -34,9 +40,8 @@ int import_pool(char** argv) {
   if (fd < 0) return 20;
   CUmemPoolPtrExportData data{};
   if (!unhex(argv[4], &data, sizeof data)) return 2;
-  CUdevice dev = 0;
   CUcontext ctx = nullptr;
-  if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate_v2(&ctx, 0, dev)) return 3;
+  if (!make_context(ctx)) return 3;
   CUmemoryPool pool = nullptr;
   if (cuMemPoolImportFromShareableHandle(&pool, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))
@@ -62,9 +67,8 @@ int main(int argc, char** argv) {
   CUipcMemHandle mh{};
   CUipcEventHandle eh{};
   if (!unhex(argv[1], &mh, sizeof mh) || !unhex(argv[2], &eh, sizeof eh)) return 2;
-  CUdevice dev = 0;
   CUcontext ctx = nullptr;
-  if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate_v2(&ctx, 0, dev)) return 3;
+  if (!make_context(ctx)) return 3;
   CUdeviceptr p = 0;
   if (cuIpcOpenMemHandle_v2(&p, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return 4;
   // Opened twice in one context: the same pointer, one more reference.

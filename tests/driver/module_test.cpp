@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace conformance {
 namespace {
@@ -400,30 +401,10 @@ constexpr char kClusterRankAsmSource[] = R"(extern "C" __global__ void cluster_r
 }
 )";
 
-// NVRTC through cudamux's libnvrtc (the backend's compiler); false with the log on failure.
+// NVRTC through the libnvrtc the test runs with; false with the log on failure.
 bool compile(const char* source, const std::vector<std::string>& options, std::string& image,
              std::string& log) {
-  nvrtcProgram prog = nullptr;
-  if (nvrtcCreateProgram(&prog, source, "cluster.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
-    log = "nvrtcCreateProgram failed";
-    return false;
-  }
-  std::vector<const char*> opts;
-  for (const auto& o : options) opts.push_back(o.c_str());
-  const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
-  size_t size = 0;
-  if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
-    log.assign(size, '\0');
-    (void)nvrtcGetProgramLog(prog, log.data());
-  }
-  bool ok = r == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS;
-  if (ok) {
-    image.assign(size, '\0');
-    ok = nvrtcGetPTX(prog, image.data()) == NVRTC_SUCCESS;
-  }
-  if (!ok) log = std::string(nvrtcGetErrorString(r)) + ": " + log;
-  (void)nvrtcDestroyProgram(&prog);
-  return ok;
+  return compile_ptx(source, "cluster.cu", image, log, options);
 }
 
 CUlaunchConfig cluster_config(unsigned grid_x, CUlaunchAttribute& cluster, unsigned cluster_x) {

@@ -5,19 +5,22 @@
 #include <nvrtc.h>
 
 #include <string>
+#include <vector>
 
 namespace conformance {
 
-// `source` compiled with no options into `image` (PTX or the backend's own image); false with
-// NVRTC's log in `log` on failure.
-inline bool compile_ptx(const char* source, const char* name, std::string& image,
-                        std::string& log) {
+// `source` compiled with `options` into `image` (PTX or the backend's own image); false with
+// NVRTC's result and log in `log` on failure.
+inline bool compile_ptx(const char* source, const char* name, std::string& image, std::string& log,
+                        const std::vector<std::string>& options = {}) {
   nvrtcProgram prog = nullptr;
   if (nvrtcCreateProgram(&prog, source, name, 0, nullptr, nullptr) != NVRTC_SUCCESS) {
     log = "nvrtcCreateProgram failed";
     return false;
   }
-  const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
+  std::vector<const char*> opts;
+  for (const auto& o : options) opts.push_back(o.c_str());
+  const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   size_t size = 0;
   if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
     log.assign(size, '\0');
@@ -28,6 +31,7 @@ inline bool compile_ptx(const char* source, const char* name, std::string& image
     image.assign(size, '\0');
     ok = nvrtcGetPTX(prog, image.data()) == NVRTC_SUCCESS;
   }
+  if (!ok) log = std::string(nvrtcGetErrorString(r)) + ": " + log;
   (void)nvrtcDestroyProgram(&prog);
   return ok;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace conformance {
 namespace {
@@ -397,18 +398,11 @@ extern "C" __global__ void reduce(const int* in, int* out, int n) {
 // The kernels' image, compiled once per process by the backend's NVRTC.
 const std::string& kernel_image() {
   static const std::string image = [] {
-    std::string out;
-    nvrtcProgram prog = nullptr;
-    if (nvrtcCreateProgram(&prog, kKernels, "peer.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
-      return out;
-    if (nvrtcCompileProgram(prog, 0, nullptr) == NVRTC_SUCCESS) {
-      size_t size = 0;
-      if (nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS) {
-        out.assign(size, '\0');
-        if (nvrtcGetPTX(prog, out.data()) != NVRTC_SUCCESS) out.clear();
-      }
+    std::string out, log;
+    if (!compile_ptx(kKernels, "peer.cu", out, log)) {
+      ADD_FAILURE() << log;
+      out.clear();
     }
-    (void)nvrtcDestroyProgram(&prog);
     return out;
   }();
   return image;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "nvrtc_compile.hpp"
 
 namespace {
 
@@ -152,23 +153,11 @@ class Texture : public Driver {
   // The kernels, compiled once per process (NVRTC is the slow part); loaded per test.
   static const std::string& image() {
     static const std::string img = [] {
-      std::string out;
-      nvrtcProgram prog = nullptr;
-      if (nvrtcCreateProgram(&prog, kKernels, "texture.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
-        return out;
-      const nvrtcResult r = nvrtcCompileProgram(prog, 0, nullptr);
-      size_t size = 0;
-      if (r != NVRTC_SUCCESS) {
-        if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
-          std::string log(size, '\0');
-          (void)nvrtcGetProgramLog(prog, log.data());
-          ADD_FAILURE() << log;
-        }
-      } else if (nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS) {
-        out.assign(size, '\0');
-        if (nvrtcGetPTX(prog, out.data()) != NVRTC_SUCCESS) out.clear();
+      std::string out, log;
+      if (!conformance::compile_ptx(kKernels, "texture.cu", out, log)) {
+        ADD_FAILURE() << log;
+        out.clear();
       }
-      (void)nvrtcDestroyProgram(&prog);
       return out;
     }();
     return img;
@@ -1090,14 +1079,8 @@ TEST_F(TexRef, ModulesHaveNoReferences) {
   CUDAMUX_KNOWN_DIFFERENCE("hip", "the fake HIP of the tests loads no modules");
   // A module of CUDA 12+ (here a trivial one) has no texture or surface references.
   static const char kSrc[] = "extern \"C\" __global__ void k() {}";
-  nvrtcProgram prog = nullptr;
-  ASSERT_EQ(NVRTC_SUCCESS, nvrtcCreateProgram(&prog, kSrc, "k.cu", 0, nullptr, nullptr));
-  ASSERT_EQ(NVRTC_SUCCESS, nvrtcCompileProgram(prog, 0, nullptr));
-  size_t size = 0;
-  ASSERT_EQ(NVRTC_SUCCESS, nvrtcGetPTXSize(prog, &size));
-  std::string img(size, '\0');
-  ASSERT_EQ(NVRTC_SUCCESS, nvrtcGetPTX(prog, img.data()));
-  (void)nvrtcDestroyProgram(&prog);
+  std::string img, log;
+  ASSERT_TRUE(conformance::compile_ptx(kSrc, "k.cu", img, log)) << log;
   CUmodule mod = nullptr;
   ASSERT_OK(cuModuleLoadData(&mod, img.data()));
   CUtexref t = nullptr;

@@ -409,10 +409,7 @@ extern "C" __global__ void k(const int* in, int* sorted, int* sums) {
 
 int main(int argc, char** argv) {
   // The mock from this build tree's plugin folder; no user config.
-  setenv("CUDAMUX_BACKEND", "mock", 1);
-  setenv("CUDAMUX_PLUGIN_PATH", "", 1);
-  setenv("CUDAMUX_CONFIG", "", 1);
-  setenv("XDG_CONFIG_HOME", "/nonexistent-cudamux-test-config", 1);
+  nvrtc_test::use_backend("mock", "");
   setenv("CUDA_CACHE_DISABLE", "1", 1);  // every run compiles: the headers are what is tested
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

@@ -212,10 +212,7 @@ TEST_F(NvrtcMock, CompileErrorsNameTheUsersFileAndLine) {
 
 int main(int argc, char** argv) {
   // The mock from this build tree's plugin folder; no user config.
-  setenv("CUDAMUX_BACKEND", "mock", 1);
-  setenv("CUDAMUX_PLUGIN_PATH", "", 1);
-  setenv("CUDAMUX_CONFIG", "", 1);
-  setenv("XDG_CONFIG_HOME", "/nonexistent-cudamux-test-config", 1);
+  nvrtc_test::use_backend("mock", "");
   // A compile cache of this run's own (QuotedIncludeBesideTheProgramAndItsEdits needs one).
   std::string cache =
       (std::filesystem::temp_directory_path() / "cudamux-nvrtc-cache-XXXXXX").string();

@@ -292,8 +292,8 @@ class NvidiaCondScope final : public be::NativeCondScope {
     std::size_t count = 0;
     if (const CUresult r = api_.cuGraphGetNodes(graph_, nullptr, &count); r != CUDA_SUCCESS)
       return r;
-    std::vector<CUgraphNode> nodes(count);
     if (count == 0) return CUDA_SUCCESS;
+    std::vector<CUgraphNode> nodes(count);
     if (const CUresult r = api_.cuGraphGetNodes(graph_, nodes.data(), &count); r != CUDA_SUCCESS)
       return r;
     for (std::size_t i = 0; i < count; ++i)

@@ -463,6 +463,32 @@ std::string asm_wrappers(const std::vector<AsmStatement>& statements,
   return out;
 }
 
+namespace {
+
+std::string parse_problem(const std::vector<ptx::Diagnostic>& diagnostics) {
+  return diagnostics.empty() ? std::string("does not parse") : diagnostics.front().message;
+}
+
+// The C++ of a parsed inline-PTX module followed by one wrapper per statement; `collective`
+// gets which statements reach a barrier or warp collective (their calls synchronise).
+std::string translated_preamble(const ptx::Module& module,
+                                const std::vector<AsmStatement>& statements,
+                                std::vector<bool>& collective) {
+  ptx::EmitOptions options;
+  options.library = true;
+  options.module_name = "inline PTX";
+  const ptx::EmitResult emitted = ptx::emit_cpp(module, options);
+  std::vector<std::string> names;
+  for (const auto& n : emitted.function_names) names.push_back("::cudamux_inline_ptx::" + n);
+  collective.clear();
+  for (const auto& r : ptx::analyse_reach(module))
+    collective.push_back(r.cta_barrier || r.warp_collective || r.grid_sync);
+  return "#include \"cudamux/ptx_asm.h\"\n" + emitted.source +
+         asm_wrappers(statements, names, collective);
+}
+
+}  // namespace
+
 bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string& error) {
   preamble.clear();
   const auto statements = find_asm_statements(source, error);
@@ -478,22 +504,12 @@ bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string&
     const unsigned at = diagnostics.empty() ? 0 : diagnostics.front().loc.line;
     std::size_t k = 0;
     while (k + 1 < first_lines.size() && first_lines[k + 1] <= at) ++k;
-    error = "line " + std::to_string(statements[k].line) + ": inline PTX: " +
-            (diagnostics.empty() ? std::string("does not parse") : diagnostics.front().message);
+    error = "line " + std::to_string(statements[k].line) +
+            ": inline PTX: " + parse_problem(diagnostics);
     return false;
   }
-  ptx::EmitOptions options;
-  options.library = true;
-  options.module_name = "inline PTX";
-  const ptx::EmitResult emitted = ptx::emit_cpp(*module, options);
-  std::vector<std::string> names;
-  for (const auto& n : emitted.function_names) names.push_back("::cudamux_inline_ptx::" + n);
-  const auto reach = ptx::analyse_reach(*module);
   std::vector<bool> collective;
-  for (const auto& r : reach)
-    collective.push_back(r.cta_barrier || r.warp_collective || r.grid_sync);
-  preamble = "#include \"cudamux/ptx_asm.h\"\n" + emitted.source +
-             asm_wrappers(statements, names, collective);
+  preamble = translated_preamble(*module, statements, collective);
   for (std::size_t k = statements.size(); k-- > 0;) {
     const AsmStatement& st = statements[k];
     const std::string original = source.substr(st.begin, st.end - st.begin);
@@ -530,18 +546,14 @@ std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::strin
       std::vector<ptx::Diagnostic> diagnostics;
       if (!asm_functions_ptx({st}, ptx, why) || !ptx::parse(ptx, diagnostics)) {
         if (t == 0) {
-          error = "line " + std::to_string(st.line) + ": inline PTX: " +
-                  (!why.empty()          ? why
-                   : diagnostics.empty() ? std::string("does not parse")
-                                         : diagnostics.front().message);
+          error = "line " + std::to_string(st.line) +
+                  ": inline PTX: " + (!why.empty() ? why : parse_problem(diagnostics));
           return 0;
         }
         ++dropped;
         if (skipped != nullptr)
           skipped->push_back(std::to_string(t) + ": line " + std::to_string(st.line) + ": " +
-                             (!why.empty()          ? why
-                              : diagnostics.empty() ? std::string("does not parse")
-                                                    : diagnostics.front().message));
+                             (!why.empty() ? why : parse_problem(diagnostics)));
         continue;
       }
       kept.push_back(Found{t, std::move(st)});
@@ -556,22 +568,11 @@ std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::strin
   std::vector<ptx::Diagnostic> diagnostics;
   const auto module = ptx::parse(ptx, diagnostics);
   if (!module) {
-    error = "inline PTX: " +
-            (diagnostics.empty() ? std::string("does not parse") : diagnostics.front().message);
+    error = "inline PTX: " + parse_problem(diagnostics);
     return 0;
   }
-  ptx::EmitOptions options;
-  options.library = true;
-  options.module_name = "inline PTX";
-  const ptx::EmitResult emitted = ptx::emit_cpp(*module, options);
-  std::vector<std::string> names;
-  for (const auto& n : emitted.function_names) names.push_back("::cudamux_inline_ptx::" + n);
-  const auto reach = ptx::analyse_reach(*module);
   std::vector<bool> collective;
-  for (const auto& r : reach)
-    collective.push_back(r.cta_barrier || r.warp_collective || r.grid_sync);
-  preamble =
-      "#include \"cudamux/ptx_asm.h\"\n" + emitted.source + asm_wrappers(all, names, collective);
+  preamble = translated_preamble(*module, all, collective);
   // Replacements from the end of each text, so that earlier offsets stay valid.
   for (std::size_t k = kept.size(); k-- > 0;) {
     const Found& f = kept[k];
