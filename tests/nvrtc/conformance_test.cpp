@@ -120,6 +120,11 @@ const std::vector<Case>& cases() {
         {"I_order_first_wins_reversed", "p.cu", "#include \"w.h\"\n" ASSERTS("WHERE_W == 2"), {}, {"-Iinc2", "-Iinc1"}, true, nullptr},
         {"include_path_long_form", "p.cu", "#include \"w.h\"\n" ASSERTS("WHERE_W == 2"), {}, {"--include-path=inc2", "-Iinc1"}, true, nullptr},
         {"I_separate_argument", "p.cu", "#include \"w.h\"\n" ASSERTS("WHERE_W == 2"), {}, {"-I", "inc2"}, true, nullptr},
+        // An -I naming a file, a path through a file or a missing folder is passed over (tinygrad
+        // passes -I$CUDA_PATH/include, where CUDA_PATH may name the library file).
+        {"I_file_passed_over", "p.cu", "#include <w.h>\n" ASSERTS("WHERE_W == 2"), {}, {"-Ix.h", "-Iinc2"}, true, nullptr},
+        {"I_through_file_passed_over", "p.cu", "#include <w.h>\n" ASSERTS("WHERE_W == 2"), {}, {"-Ix.h/include", "-Iinc2"}, true, nullptr},
+        {"I_missing_folder_passed_over", "p.cu", "#include <w.h>\n" ASSERTS("WHERE_W == 2"), {}, {"-Ino-such-folder", "-Iinc2"}, true, nullptr},
         {"include_path_separate_argument", "p.cu", "#include <w.h>\n" ASSERTS("WHERE_W == 2"), {}, {"--include-path", "inc2"}, true, nullptr},
         // -- headers given to nvrtcCreateProgram: found by exact name, before any file on disk.
         {"given_header_beats_disk_quoted", "p.cu", "#include \"x.h\"\n" ASSERTS("WHERE_X == 3"), {{"x.h", "#define WHERE_X 3\n"}}, {}, true, nullptr},

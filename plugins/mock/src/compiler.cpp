@@ -724,6 +724,17 @@ bool disk_files_unchanged(const fs::path& stamps_file) {
 // then). A stale or mismatched .gch is harmless: g++ then reads the header's text.
 const std::string& cpu_identity();
 
+// NVIDIA's NVRTC passes over an -I naming a file (tinygrad adds `-I$CUDA_PATH/include`, where
+// CUDA_PATH may be the library file itself), as it does over a missing folder; g++ refuses the
+// first, so such a path is left out rather than failing the compile.
+bool searchable_include(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  // A file among the path's folders is ENOTDIR, not "missing".
+  if (ec) return ec != std::errc::not_a_directory;
+  return !fs::exists(st) || fs::is_directory(st);
+}
+
 bool gold_available() {
   static const bool yes = [] {
     const char* env = std::getenv("PATH");
@@ -1416,7 +1427,8 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     argv.push_back((dir / "deps.d").string());
   }
   argv.push_back("-I" + given_dir.string());
-  for (const auto& i : o.include_paths) argv.push_back("-I" + i);
+  for (const auto& i : o.include_paths)
+    if (searchable_include(i)) argv.push_back("-I" + i);
   argv.push_back("-include");
   // Translated PTX: the prelude and ptx_ops.h precompiled (cached beside the modules).
   // CUDA C++: the prelude precompiled, with the program's flags less its own macros (first
