@@ -113,8 +113,8 @@ CUresult copy_linear(std::uintptr_t dst, bool dst_device, std::uintptr_t src, bo
   Side d, sr;
   if (CUresult r = classify(dst, bytes, dst_device, d, fn)) return r;
   if (CUresult r = classify(src, bytes, src_device, sr, fn)) return r;
-  if (overlaps(dst, bytes, src, bytes))
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "source and destination ranges overlap");
+  // Overlapping ranges are accepted, as NVIDIA's driver does (measured on an H100, driver 580:
+  // cuMemcpyDtoD/2D/3D and self-copies succeed); backends copy them as memmove would.
   backend::CopyDesc desc;
   desc.dst = reinterpret_cast<void*>(dst);
   desc.src = reinterpret_cast<const void*>(src);
@@ -222,9 +222,7 @@ CUresult describe_copy(const SideSpec& src, const SideSpec& dst, std::size_t wid
   d.src_x_bytes = ss.x_bytes;
   d.src_y = ss.y;
   d.src_z = ss.z;
-  if (ds.array || ss.array) return CUDA_SUCCESS;  // array storage is no linear range
-  if (overlaps(ds.addr, dst_extent, ss.addr, src_extent))
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "source and destination ranges overlap");
+  // Overlapping linear ranges are accepted, as in copy_linear.
   return CUDA_SUCCESS;
 }
 
