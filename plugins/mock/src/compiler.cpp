@@ -836,6 +836,7 @@ bool safe_header(const std::string& h, bool system_too) {
                                                 "cuda_runtime_api.h",
                                                 "cuda_fp16.h",
                                                 "cuda_bf16.h",
+                                                "cuda_fp8.h",
                                                 "math_constants.h",
                                                 "device_launch_parameters.h",
                                                 "device_functions.h",
