@@ -440,5 +440,33 @@ extern "C" __global__ void k(__half* h, float* f, __nv_bfloat16* b) {
   EXPECT_EQ(f[3], 4.0f);
 }
 
+TEST_F(MockLanguage, HalfAndBfloat16MathFunctions) {
+  // tinygrad's half kernels call these (hrcp, hlog2, hexp2, hsin, hsqrt); values exact in both.
+  auto m = build(R"(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void k(float* f) {
+  f[0] = __half2float(hrcp(__float2half(4.0f)));
+  f[1] = __half2float(hlog2(__float2half(8.0f)));
+  f[2] = __half2float(hexp2(__float2half(3.0f)));
+  f[3] = __half2float(hsin(__float2half(0.0f)));
+  f[4] = __half2float(hfloor(__float2half(-1.5f)));
+  f[5] = __half2float(hrint(__float2half(2.5f)));
+  f[6] = __bfloat162float(hsqrt(__float2bfloat16(16.0f)));
+  f[7] = __bfloat162float(hrcp(__float2bfloat16(0.5f)));
+  f[8] = __bfloat162float(hlog2(__float2bfloat16(0.25f)));
+  f[9] = __half2float(hrcp(__float2half(3.0f)));
+}
+)");
+  ASSERT_TRUE(m);
+  auto* f = dev<float>(10);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, f), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  const float expected[] = {0.25f, 3.0f, 8.0f, 0.0f, -2.0f, 2.0f, 4.0f, 2.0f, -2.0f};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(f[i], expected[i]) << i;
+  EXPECT_EQ(f[9], 0.333251953125f);  // 1/3 rounded to binary16
+}
+
 }  // namespace
 }  // namespace cudamux::mock::test

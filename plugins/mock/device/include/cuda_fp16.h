@@ -43,6 +43,24 @@ static inline __half __hfma(__half a, __half b, __half c) { return __half(fmaf(f
 static inline __half __hneg(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x ^ 0x8000u)); }
 static inline __half __habs(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7FFFu)); }
 static inline __half hsqrt(__half a) { return __half(sqrtf(float(a))); }
+// The half-precision math of cuda_fp16.h / cuda_bf16.h: computed in float and rounded to the
+// type, which is within the documented error of NVIDIA's (approximate) half functions.
+#define CUDAMUX_HALF_MATH(T)                                                           \
+  static inline T hsin(T a) { return T(__builtin_sinf(float(a))); }                    \
+  static inline T hcos(T a) { return T(__builtin_cosf(float(a))); }                    \
+  static inline T hexp(T a) { return T(__builtin_expf(float(a))); }                    \
+  static inline T hexp2(T a) { return T(__builtin_exp2f(float(a))); }                  \
+  static inline T hexp10(T a) { return T(__builtin_powf(10.0f, float(a))); }           \
+  static inline T hlog(T a) { return T(__builtin_logf(float(a))); }                    \
+  static inline T hlog2(T a) { return T(__builtin_log2f(float(a))); }                  \
+  static inline T hlog10(T a) { return T(__builtin_log10f(float(a))); }                \
+  static inline T hrcp(T a) { return T(1.0f / float(a)); }                             \
+  static inline T hrsqrt(T a) { return T(1.0f / __builtin_sqrtf(float(a))); }          \
+  static inline T hceil(T a) { return T(__builtin_ceilf(float(a))); }                  \
+  static inline T hfloor(T a) { return T(__builtin_floorf(float(a))); }                \
+  static inline T htrunc(T a) { return T(__builtin_truncf(float(a))); }                \
+  static inline T hrint(T a) { return T(__builtin_rintf(float(a))); }
+CUDAMUX_HALF_MATH(__half)
 static inline __half __hmax(__half a, __half b) { return float(a) < float(b) ? b : a; }
 static inline __half __hmin(__half a, __half b) { return float(b) < float(a) ? b : a; }
 static inline bool __heq(__half a, __half b) { return float(a) == float(b); }
