@@ -1,7 +1,8 @@
 """cuda.core (NVIDIA's pythonic CUDA, from PyPI) on cudamux: a self-checking program.
 
 Compiles a kernel with Program (NVRTC: ours), launches it with launch() on two streams ordered
-by an event, allocates from a memory resource (a stream-ordered pool), copies back and checks.
+by an event, allocates from a memory resource (a stream-ordered pool), copies back and checks;
+then a cooperative launch whose grid.sync() must hold every block back.
 Run by run_cuda_core.sh with our libcuda.so.1 and libnvrtc.so.13.
 """
 
@@ -101,7 +102,29 @@ def main():
     dy.close(s2)
     s1.sync()
     s2.sync()
-    print(f"cuda.core on cudamux: axpy + square over {n} floats OK ({dev.name})")
+
+    # A cooperative launch: every thread counts itself, then grid.sync(); block 0 reads the
+    # count, which is whole only if the grid-wide barrier held every block back.
+    cg_code = r"""
+    #include <cooperative_groups.h>
+    extern "C" __global__ void count_then_sync(unsigned* c) {
+        atomicAdd(&c[0], 1u);
+        cooperative_groups::this_grid().sync();
+        if (blockIdx.x == 0 && threadIdx.x == 0) c[1] = *(volatile unsigned*)&c[0];
+    }
+    """
+    include = os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "include")
+    cg_opts = ProgramOptions(std="c++17", arch=f"sm_{dev.arch}", include_path=include)
+    grid_sync = Program(cg_code, "c++", cg_opts).compile("cubin").get_kernel("count_then_sync")
+    counts = pinned.allocate(8)
+    cview = np.from_dlpack(counts).view(np.uint32)
+    cview[:] = 0
+    blocks, threads = 6, 64
+    launch(s1, LaunchConfig(grid=blocks, block=threads, is_cooperative=True), grid_sync, counts)
+    s1.sync()
+    if list(cview) != [blocks * threads] * 2:
+        sys.exit(f"FAIL: grid sync: counted {cview[0]}, block 0 saw {cview[1]}, expected {blocks * threads}")
+    print(f"cuda.core on cudamux: axpy + square over {n} floats, grid sync of {blocks} blocks OK ({dev.name})")
 
 
 if __name__ == "__main__":
