@@ -771,15 +771,32 @@ static CUresult current_library_module(Library& lib, Module*& m, const char* fn)
   return core::library_module_locked(lib, *ctx, m, fn);
 }
 
+// Library and kernel queries are context-independent (CUDA 12): with no current context NVIDIA's
+// driver answers them too (cuda.core asks for a kernel before making a context current). Here
+// the device's primary context answers (created if needed, not retained, as the runtime's
+// entry does). Called before g_registry is taken: the primary context's mutex comes first.
+static CUresult query_context(CUdevice dev, CUcontext& h) {
+  h = core::current_context_handle();
+  return h ? CUDA_SUCCESS : core::primary_context_peek(&h, dev);
+}
+
+// The library's module in context `h` (from query_context), loaded on demand.
+static CUresult query_library_module(Library& lib, CUcontext h, Module*& m, const char* fn) {
+  Context* ctx = core::context_of(h);
+  if (!ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (CUresult r = core::sticky_error(*ctx)) return r;
+  return core::library_module_locked(lib, *ctx, m, fn);
+}
+
 // Every kernel name of the library, enumerated once from a module of it (one loaded in the
 // current context if none is). Only cuLibraryGetKernelCount / EnumerateKernels need the whole
 // list: enumerating a library of thousands of kernels (cuBLAS's) costs a driver call each.
-static CUresult library_names(Library& lib, const char* fn) {
+static CUresult library_names(Library& lib, CUcontext h, const char* fn) {
   if (lib.names_listed) return CUDA_SUCCESS;
   Module* m = nullptr;
   if (!lib.modules.empty()) {
     m = lib.modules.begin()->second;
-  } else if (CUresult r = current_library_module(lib, m, fn)) {
+  } else if (CUresult r = query_library_module(lib, h, m, fn)) {
     return r;
   }
   lib.kernel_names.clear();
@@ -789,7 +806,8 @@ static CUresult library_names(Library& lib, const char* fn) {
 }
 
 // Whether the library has a kernel `name`: asked of one module for that name alone.
-static CUresult library_has_kernel(Library& lib, const char* name, bool& has, const char* fn) {
+static CUresult library_has_kernel(Library& lib, CUcontext h, const char* name, bool& has,
+                                   const char* fn) {
   if (lib.names_listed) {
     has =
         std::find(lib.kernel_names.begin(), lib.kernel_names.end(), name) != lib.kernel_names.end();
@@ -798,7 +816,7 @@ static CUresult library_has_kernel(Library& lib, const char* name, bool& has, co
   Module* m = nullptr;
   if (!lib.modules.empty()) {
     m = lib.modules.begin()->second;
-  } else if (CUresult r = current_library_module(lib, m, fn)) {
+  } else if (CUresult r = query_library_module(lib, h, m, fn)) {
     return r;
   }
   has = m->impl->function(name) != nullptr;
@@ -810,13 +828,15 @@ CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* na
     return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernel", "null argument");
   Library* lib = nullptr;
   if (CUresult r = core::library_of(library, lib, "cuLibraryGetKernel")) return r;
+  CUcontext h = nullptr;
+  if (CUresult r = query_context(0, h)) return r;
   std::lock_guard lock(core::g_registry);
   if (auto it = lib->kernels.find(name); it != lib->kernels.end()) {
     *pKernel = it->second->handle;
     return CUDA_SUCCESS;
   }
   bool has = false;
-  if (CUresult r = library_has_kernel(*lib, name, has, "cuLibraryGetKernel")) return r;
+  if (CUresult r = library_has_kernel(*lib, h, name, has, "cuLibraryGetKernel")) return r;
   if (!has) return reject(CUDA_ERROR_NOT_FOUND, "cuLibraryGetKernel", "no kernel of that name");
   auto k = std::make_unique<Kernel>();
   k->library = lib;
@@ -839,8 +859,10 @@ CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary library) {
     return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryGetKernelCount", "null out-pointer");
   Library* lib = nullptr;
   if (CUresult r = core::library_of(library, lib, "cuLibraryGetKernelCount")) return r;
+  CUcontext h = nullptr;
+  if (CUresult r = query_context(0, h)) return r;
   std::lock_guard lock(core::g_registry);
-  if (CUresult r = library_names(*lib, "cuLibraryGetKernelCount")) return r;
+  if (CUresult r = library_names(*lib, h, "cuLibraryGetKernelCount")) return r;
   *count = static_cast<unsigned>(lib->kernel_names.size());
   return CUDA_SUCCESS;
 }
@@ -849,10 +871,12 @@ CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, C
   if (!kernels) return reject(CUDA_ERROR_INVALID_VALUE, "cuLibraryEnumerateKernels", "null array");
   Library* lib = nullptr;
   if (CUresult r = core::library_of(library, lib, "cuLibraryEnumerateKernels")) return r;
+  CUcontext h = nullptr;
+  if (CUresult r = query_context(0, h)) return r;
   std::vector<std::string> names;
   {
     std::lock_guard lock(core::g_registry);
-    if (CUresult r = library_names(*lib, "cuLibraryEnumerateKernels")) return r;
+    if (CUresult r = library_names(*lib, h, "cuLibraryEnumerateKernels")) return r;
     names = lib->kernel_names;
   }
   if (numKernels > names.size())
@@ -899,12 +923,16 @@ CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
   return CUDA_SUCCESS;
 }
 
-// The kernel's function in the current context, which must be on `dev`.
+// The kernel's function in the current context, which must be on `dev` (or, with none current,
+// in dev's primary context: see query_context).
 static CUresult kernel_function_on(Kernel& k, CUdevice dev, Function*& f, const char* fn) {
   if (!Core::get().valid_device(dev))
     return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
-  Context* ctx = nullptr;
-  if (CUresult r = core::current_context(ctx)) return r;
+  CUcontext h = nullptr;
+  if (CUresult r = query_context(dev, h)) return r;
+  Context* ctx = core::context_of(h);
+  if (!ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (CUresult r = core::sticky_error(*ctx)) return r;
   if (ctx->device != dev)
     return reject(CUDA_ERROR_NOT_SUPPORTED, fn,
                   "querying another device than the current context's");

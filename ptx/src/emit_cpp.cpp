@@ -1431,8 +1431,10 @@ std::string Emitter::instruction(const Instruction& ins) {
       return mbarrier(ins);
     case Opcode::video:
       return video(ins);
-    case Opcode::nanosleep:
-      return "::cudamux::ptx::yield();";
+    case Opcode::nanosleep:  // a yield, then the rest of the requested time (fibers)
+      return ins.operands.empty()
+                 ? std::string("::cudamux::ptx::yield();")
+                 : "::cudamux::ptx::nanosleep(" + rd(opnd(ins, 0), Type::u32) + ");";
     case Opcode::tex:  // textures and surfaces: emit_texture.cpp
     case Opcode::tld4:
     case Opcode::txq:

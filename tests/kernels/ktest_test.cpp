@@ -410,6 +410,31 @@ TEST_F(Kernels, LibraryKernelLookupByNameAlone) {
   EXPECT_CU(CUDA_SUCCESS, cuLibraryUnload(lib));
 }
 
+// Library and kernel queries need no current context (CUDA 12; cuda.core asks for a kernel and
+// its attributes before making one current): the device's primary context answers them.
+TEST_F(Kernels, LibraryQueriesWithoutACurrentContext) {
+  std::thread([] {
+    CUcontext none = nullptr;
+    ASSERT_CU(CUDA_SUCCESS, cuCtxGetCurrent(&none));
+    ASSERT_EQ(nullptr, none);
+    CUlibrary lib = nullptr;
+    ASSERT_CU(CUDA_SUCCESS, cuLibraryLoadData(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    CUkernel k = nullptr;
+    EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&k, lib, "nope"));
+    ASSERT_CU(CUDA_SUCCESS, cuLibraryGetKernel(&k, lib, "record3"));
+    unsigned count = 0;
+    EXPECT_CU(CUDA_SUCCESS, cuLibraryGetKernelCount(&count, lib));
+    EXPECT_EQ(8u, count);
+    int threads = 0;
+    EXPECT_CU(CUDA_SUCCESS, cuKernelGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k, 0));
+    EXPECT_GT(threads, 0);
+    EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuKernelGetAttribute(&threads, CU_FUNC_ATTRIBUTE_NUM_REGS, k, 7));
+    ASSERT_CU(CUDA_SUCCESS, cuCtxGetCurrent(&none));
+    EXPECT_EQ(nullptr, none) << "a query makes no context current";
+    EXPECT_CU(CUDA_SUCCESS, cuLibraryUnload(lib));
+  }).join();
+}
+
 TEST_F(Kernels, LibrariesAndContextIndependentKernels) {
   CUlibrary lib = nullptr;
   std::string copy = kImage;  // freed before use: the library must keep its own copy

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cudamux/device_abi.h"
@@ -631,6 +632,20 @@ CUDAMUX_DEVICE_EXPORT void cudamux_yield(void) {
   w.ready.push_back(r);  // runnable again after the others
   w.sched = std::move(w.sched).resume();
   if (w.abort != 0) throw BlockAbort{};
+}
+
+// A GPU suspends the thread for about ns (the ISA allows [0, 2 ns], at most 1 ms): programs use
+// it for back-off in spin loops and for delays they then measure with events. The other threads
+// of the block run first (their sleeps overlap this one, as they started before it resumes);
+// the rest of the time passes here: short waits yield the core in a loop (a sleep syscall would
+// overshoot them; other blocks' threads, a spin-wait's producer among them, get the CPU).
+CUDAMUX_DEVICE_EXPORT void cudamux_nanosleep(unsigned ns) {
+  using clock = std::chrono::steady_clock;
+  const auto end = clock::now() + std::chrono::nanoseconds(std::min(ns, 1000000u));
+  cudamux_yield();
+  if (auto now = clock::now(); end - now > std::chrono::microseconds(100))
+    std::this_thread::sleep_until(end);
+  while (clock::now() < end) sched_yield();
 }
 
 CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_clock64(void) {

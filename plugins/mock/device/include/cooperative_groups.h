@@ -1,6 +1,8 @@
 // Built-in (cudamux mock): cooperative_groups basics: thread_block, tiled_partition<N>
-// (shfl, vote, sync) and this_grid() without grid-wide sync.
+// (shfl, vote, sync) and this_grid() with grid-wide sync in cooperative launches.
 #pragma once
+// The grid's workspace of a cooperative launch, null otherwise (the device runtime sets it).
+extern "C" __thread void* cudamux_grid_workspace __attribute__((tls_model("initial-exec")));
 namespace cooperative_groups {
 namespace details {
 inline unsigned linear_rank() {
@@ -77,8 +79,23 @@ class grid_group {
     const unsigned long long b = blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
     return b * blockDim.x * blockDim.y * blockDim.z + details::linear_rank();
   }
-  bool is_valid() const { return false; }  // no cooperative launch on the mock
-  void sync() const { __trap(); }          // grid-wide barriers are not supported (documented)
+  // A cooperative launch gets a zeroed workspace (the one nvcc's inlined grid.sync() reads
+  // through %envreg1/2); other launches get none, and sync() traps as on a GPU.
+  bool is_valid() const { return cudamux_grid_workspace != nullptr; }
+  void sync() const {
+    if (!is_valid()) __trap();
+    // One counter for the grid: every block's first thread adds 1, block 0 adds 2^31 - (n - 1),
+    // so the top bit flips when the last block arrives; each waits for that flip.
+    unsigned* bar = reinterpret_cast<unsigned*>(static_cast<char*>(cudamux_grid_workspace) + 4);
+    __syncthreads();
+    if (details::linear_rank() == 0) {
+      const unsigned n = gridDim.x * gridDim.y * gridDim.z;
+      const bool first = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
+      const unsigned old = __atomic_fetch_add(bar, first ? 0x80000000u - (n - 1) : 1u, __ATOMIC_ACQ_REL);
+      while (((old ^ __atomic_load_n(bar, __ATOMIC_ACQUIRE)) & 0x80000000u) == 0) cudamux_yield();
+    }
+    __syncthreads();
+  }
 };
 inline grid_group this_grid() { return grid_group(); }
 

@@ -131,6 +131,9 @@ void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);
 // the calling thread lets the other threads of its block run first; elsewhere (barrier-free or
 // split blocks) the OS thread yields now and then, so that blocks on other threads progress.
 void cudamux_yield(void);
+// nanosleep / __nanosleep(ns): a yield point, then the calling thread waits until about ns
+// (at most 1 ms, as on a GPU) have passed since the call.
+void cudamux_nanosleep(unsigned ns);
 
 // --- memory checks (issue 9) ---
 // Called by the __asan_* hooks of modules compiled in memcheck mode (-fsanitize=kernel-address

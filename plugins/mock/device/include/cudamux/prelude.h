@@ -181,7 +181,7 @@ static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_C
   __builtin_unreachable();
 }
 static inline void __brkpt() {}
-static inline void __nanosleep(unsigned) {}
+static inline void __nanosleep(unsigned ns) { cudamux_nanosleep(ns); }
 
 // --- warp vote / shuffle / match ---
 namespace cudamux {

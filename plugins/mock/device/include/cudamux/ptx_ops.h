@@ -2817,6 +2817,7 @@ namespace cudamux::ptx {
 // nanosleep, a spin-wait loop's poll, a failed mbarrier wait: the other threads of the block
 // run first (fibers), or the OS thread yields now and then (barrier-free code).
 inline void yield() { cudamux_yield(); }
+inline void nanosleep(u32 ns) { cudamux_nanosleep(ns); }
 
 // %envreg1 / %envreg2: the high / low halves of the cooperative launch's grid-sync workspace
 // (nvcc 12/13 inline grid.sync() as a counter at workspace + 4); 0 outside one, so grid.sync()
