@@ -456,16 +456,20 @@ extern "C" __global__ void k(float* f) {
   f[7] = __bfloat162float(hrcp(__float2bfloat16(0.5f)));
   f[8] = __bfloat162float(hlog2(__float2bfloat16(0.25f)));
   f[9] = __half2float(hrcp(__float2half(3.0f)));
+  f[10] = __high2float(make_half2(__float2half(1.0f), __float2half(5.0f)));
+  f[11] = __bfloat162float(make_bfloat162(__float2bfloat16(1.0f), __float2bfloat16(6.0f)).y);
 }
 )");
   ASSERT_TRUE(m);
-  auto* f = dev<float>(10);
+  auto* f = dev<float>(12);
   auto q = queue();
   ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, f), CUDA_SUCCESS);
   ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
   const float expected[] = {0.25f, 3.0f, 8.0f, 0.0f, -2.0f, 2.0f, 4.0f, 2.0f, -2.0f};
   for (int i = 0; i < 9; ++i) EXPECT_EQ(f[i], expected[i]) << i;
   EXPECT_EQ(f[9], 0.333251953125f);  // 1/3 rounded to binary16
+  EXPECT_EQ(f[10], 5.0f);
+  EXPECT_EQ(f[11], 6.0f);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ struct __align__(4) __nv_bfloat162 {
 };
 typedef __nv_bfloat16 nv_bfloat16;
 typedef __nv_bfloat162 nv_bfloat162;
+static inline __nv_bfloat162 make_bfloat162(__nv_bfloat16 x, __nv_bfloat16 y) { return __nv_bfloat162{x, y}; }
 static inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 static inline float __bfloat162float(__nv_bfloat16 b) { return float(b); }

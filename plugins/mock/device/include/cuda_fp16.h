@@ -27,6 +27,7 @@ static inline int __half2int_rz(__half h) { return static_cast<int>(float(h)); }
 static inline __half2 __float2half2_rn(float f) { return __half2{__half(f), __half(f)}; }
 static inline __half2 __floats2half2_rn(float a, float b) { return __half2{__half(a), __half(b)}; }
 static inline __half2 __halves2half2(__half a, __half b) { return __half2{a, b}; }
+static inline __half2 make_half2(__half x, __half y) { return __half2{x, y}; }
 static inline float2 __half22float2(__half2 h) { return float2{float(h.x), float(h.y)}; }
 static inline __half2 __float22half2_rn(float2 f) { return __half2{__half(f.x), __half(f.y)}; }
 static inline float __low2float(__half2 h) { return float(h.x); }
