@@ -265,14 +265,14 @@ CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread, Sync 
 CUresult copy_3d_desc(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread, Sync sync,
                       const char* fn) {
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor");
-  if (p->srcLOD || p->dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");
+  // srcLOD/dstLOD are not checked: NVIDIA's driver 580 ignores them (an H100 copied a linear
+  // box with srcLOD = 1).
   return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread,
                  sync, fn);
 }
 CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thread, Sync sync,
                       const char* fn) {
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor");
-  if (p->srcLOD || p->dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");
   if ((p->srcContext && !context_of(p->srcContext)) ||
       (p->dstContext && !context_of(p->dstContext)))
     return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
@@ -375,7 +375,6 @@ void free_graph_memory(CUdeviceptr ptr, unsigned long long buffer_id) noexcept {
 
 CUresult describe_copy_3d(const CUDA_MEMCPY3D& p, backend::CopyDesc& out, bool& empty,
                           const char* fn) {
-  if (p.srcLOD || p.dstLOD) return reject(CUDA_ERROR_INVALID_VALUE, fn, "LOD must be 0");
   return describe_copy(src_of3(p), dst_of3(p), p.WidthInBytes, p.Height, p.Depth, out, empty, fn);
 }
 CUresult describe_fill(CUdeviceptr dst, std::size_t pitch, std::uint32_t value, unsigned elem,
@@ -656,8 +655,12 @@ CUDAMUX_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, false, false, t
 #undef CUDAMUX_COPY_SYNC
 #undef CUDAMUX_COPY_ASYNC
 
+// A null context stands for the current one (NVIDIA's driver 580 copies with a null source
+// context, measured on an H100); with none current it is invalid.
 static CUresult check_peer_contexts(CUcontext a, CUcontext b, const char* fn) {
-  if (!core::context_of(a) || !core::context_of(b))
+  const CUcontext current = core::current_context_handle();
+  if (!core::context_of(a != nullptr ? a : current) ||
+      !core::context_of(b != nullptr ? b : current))
     return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
   return CUDA_SUCCESS;
 }

@@ -93,14 +93,20 @@ TEST_F(Copy, Peer) {
   ASSERT_OK(cuMemcpyPeerAsync(b.ptr, ctx, c, other, n, s));
   ASSERT_OK(cuStreamSynchronize(s));
   EXPECT_EQ(read_back(b.ptr, n), src);
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT,
-            cuMemcpyPeer(b.ptr, reinterpret_cast<CUcontext>(0x999), a.ptr, ctx, n));
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyPeerAsync(b.ptr, ctx, a.ptr, nullptr, n, s));
+  // A made-up or destroyed context: NVIDIA's driver dereferences it (the oracle run crashed in
+  // this test on an H100), so those are checked on cudamux only.
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_CONTEXT,
+                    cuMemcpyPeer(b.ptr, reinterpret_cast<CUcontext>(0x999), a.ptr, ctx, n));
+  // A null context is the current one (NVIDIA's driver 580 on an H100).
+  ASSERT_OK(cuMemsetD8_v2(b.ptr, 0, n));
+  EXPECT_OK(cuMemcpyPeerAsync(b.ptr, ctx, a.ptr, nullptr, n, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_EQ(read_back(b.ptr, n), src);
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpyPeer(b.ptr, ctx, a.ptr, ctx, n + 1))
       << "past the end";
   EXPECT_OK(cuStreamDestroy_v2(s));
   ASSERT_OK(cuCtxDestroy_v2(other));
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyPeer(b.ptr, ctx, a.ptr, other, 16)) << "destroyed";
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyPeer(b.ptr, ctx, a.ptr, other, 16));
 }
 
 TEST_F(Copy, ZeroBytesIsANoOp) {
@@ -239,10 +245,11 @@ TEST_F(Copy, AsyncOnStreamsPinnedAndPageable) {
   EXPECT_EQ(std::memcmp(pinned_out, src.data(), n), 0);
 
   EXPECT_OK(cuStreamDestroy_v2(s));
-  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemcpyHtoDAsync_v2(a.ptr, pinned_in, n, s))
-      << "destroyed stream";
-  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE,
-            cuMemcpyAsync(a.ptr, b.ptr, 16, reinterpret_cast<CUstream>(0x123456)));
+  // A destroyed or made-up stream handle: NVIDIA's driver dereferences it (the oracle run of
+  // this test crashed there on an H100), so these are checked on cudamux only.
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_HANDLE, cuMemcpyHtoDAsync_v2(a.ptr, pinned_in, n, s));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_HANDLE,
+                    cuMemcpyAsync(a.ptr, b.ptr, 16, reinterpret_cast<CUstream>(0x123456)));
   EXPECT_OK(cuMemFreeHost(pinned_in));
   EXPECT_OK(cuMemFreeHost(pinned_out));
 }
@@ -414,7 +421,9 @@ TEST_F(Copy, TwoDimensionalBadDescriptors) {
   c.dstDevice = reinterpret_cast<CUdeviceptr>(host.data());  // host memory named as device
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy2DUnaligned_v2(&c));
   c = make();
-  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemcpy2DAsync_v2(&c, reinterpret_cast<CUstream>(0x4242)));
+  // A made-up stream: NVIDIA's driver dereferences it (the oracle crashed here), cudamux only.
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_HANDLE,
+                    cuMemcpy2DAsync_v2(&c, reinterpret_cast<CUstream>(0x4242)));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy2D_v2(nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy2DUnaligned_v2(nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy2DAsync_v2(nullptr, nullptr));
@@ -521,9 +530,11 @@ TEST_F(Copy, ThreeDimensionalBoxes) {
   EXPECT_EQ(std::memcmp(packed.data(), pinned, packed.size()), 0);
 
   // Bad descriptors.
+  // The LOD fields are ignored (NVIDIA's driver 580 copied with srcLOD = 1 on an H100): the
+  // same box again.
   CUDA_MEMCPY3D bad = c;
   bad.srcLOD = 1;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy3D_v2(&bad));
+  EXPECT_OK(cuMemcpy3D_v2(&bad));
   bad = c;
   bad.dstHeight = h - 1;  // slices overlap
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy3D_v2(&bad));
@@ -537,11 +548,12 @@ TEST_F(Copy, ThreeDimensionalBoxes) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy3DAsync_v2(nullptr, s));
   CUDA_MEMCPY3D_PEER badp = p;
   badp.dstContext = reinterpret_cast<CUcontext>(0x5150);
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuMemcpy3DPeer(&badp));
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuMemcpy3DPeerAsync(&badp, s));
+  // A made-up context: NVIDIA's driver dereferences it (the oracle crashed here), cudamux only.
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_CONTEXT, cuMemcpy3DPeer(&badp));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_CONTEXT, cuMemcpy3DPeerAsync(&badp, s));
   badp = p;
   badp.dstLOD = 2;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy3DPeer(&badp));
+  EXPECT_OK(cuMemcpy3DPeer(&badp));  // LOD ignored, as above
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy3DPeer(nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpy3DPeerAsync(nullptr, s));
   ASSERT_OK(cuStreamSynchronize(s));

@@ -315,7 +315,9 @@ TEST_F(Peer, CopiesBetweenDevices) {
   std::fill(back.begin(), back.end(), 0u);
   ASSERT_OK(cuMemcpyDtoH_v2(back.data(), a.ptr, kN * 4));
   EXPECT_EQ(back, host);
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyPeer(b, nullptr, a.ptr, ctx, 16));
+  // A null context is the current one (measured on NVIDIA's driver for a null source context
+  // of cuMemcpyPeerAsync, one GPU; this two-device case is checked on cudamux only).
+  EXPECT_CU_CUDAMUX(CUDA_SUCCESS, cuMemcpyPeer(b, nullptr, a.ptr, ctx, 16));
 
   // Unified addressing: plain copies from this context reach device 1's memory.
   const auto clear_c = [&] {
