@@ -123,6 +123,24 @@ TEST_F(MockCompile, UnknownKernelAndGlobalNamesAreNotFound) {
   EXPECT_FALSE(m->global("saxpy", a, n));   // a function, not a variable
 }
 
+// Kernels declared inside a linkage block are at namespace scope (CuPy declares its partition
+// kernels so); a namespace-less struct's braces are not.
+TEST_F(MockCompile, KernelsInsideExternCBlocksAreFound) {
+  auto m = build(R"(
+extern "C" {
+__global__ void first(int* p) { p[0] = 1; }
+struct S { int x; };
+__global__ void second(int* p) { p[1] = 2; }
+}
+__global__ void third(int* p) { p[2] = 3; }
+)");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->function("first"), nullptr);
+  EXPECT_NE(m->function("second"), nullptr);
+  EXPECT_NE(m->function("_Z5thirdPi"), nullptr);  // C++ linkage outside the block
+  EXPECT_EQ(m->function("S"), nullptr);
+}
+
 TEST_F(MockCompile, GlobalsRoundTrip) {
   auto m = build(R"(
 __constant__ float coeffs[4];

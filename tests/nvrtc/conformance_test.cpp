@@ -190,6 +190,12 @@ const std::vector<Case>& cases() {
         {"clock_t_is_long", "t.cu", "template <class A, class B> struct same { static constexpr bool v = false; };\n" "template <class A> struct same<A, A> { static constexpr bool v = true; };\n" ASSERTS("same<clock_t, long>::v"), {}, {}, true, nullptr},
         {"size_t_is_unsigned_long", "t.cu", "template <class A, class B> struct same { static constexpr bool v = false; };\n" "template <class A> struct same<A, A> { static constexpr bool v = true; };\n" ASSERTS("same<size_t, unsigned long>::v"), {}, {}, true, nullptr},
         {"std_namespace_declared", "t.cu", "namespace q = std;\n", {}, {}, true, nullptr},
+        // std::initializer_list is NVRTC's one predefined std name (CuPy's carray.cuh relies on it).
+        {"std_initializer_list_predefined", "t.cu", "__device__ int sum3() { std::initializer_list<int> l = {1, 2, 3}; int s = 0; for (int v : l) s += v; return s; }\n" "__device__ int n2() { return (int)std::initializer_list<long>{4, 5}.size(); }\n", {}, {}, true, nullptr},
+        // The built-in atomics are CUDA's overloads only: a program may define the others (CuPy's
+        // atomics.cuh defines atomicAdd of long long and atomicMax/atomicMin of float and double).
+        {"atomicAdd_long_long_not_builtin", "t.cu", "__global__ void k(long long* p) { atomicAdd(p, 1LL); }\n", {}, {}, false, "atomicAdd"},
+        {"atomics_overloads_cuda_lacks_are_free", "t.cu", "__device__ long long atomicAdd(long long* a, long long v) { return *a += v; }\n" "__device__ float atomicMax(float* a, float v) { return *a = v; }\n" "__device__ double atomicMin(double* a, double v) { return *a = v; }\n" "__device__ unsigned long long atomicSub(unsigned long long* a, unsigned long long v) { return *a -= v; }\n", {}, {}, true, nullptr},
         // -- macros predefined without any include (values at -arch=compute_80 where it matters).
         MACRO_DEFINED(__CUDACC__),
         MACRO_DEFINED(__CUDACC_RTC__),

@@ -163,6 +163,7 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
   struct Scope {
     bool is_namespace;
     std::string name;
+    bool linkage = false;  // extern "C" { ... }: namespace scope, no name of its own
   };
   std::vector<Scope> scopes;
   std::size_t stmt_start = 0;
@@ -175,7 +176,11 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
       static const std::regex ns_re(
           R"(^(?:inline )?namespace(?: ([A-Za-z_][\w:]*))?(?: \[\[[^\]]*\]\])?$)");
       std::smatch m;
-      if (std::regex_match(head, m, ns_re)) {
+      // A linkage block (`extern "C" {`; code_view blanked the string): its kernels are at
+      // namespace scope (CuPy's partition kernels are declared so).
+      if (head.rfind("extern \"", 0) == 0 && head.back() == '"') {
+        scopes.push_back({true, {}, true});
+      } else if (std::regex_match(head, m, ns_re)) {
         const std::string name = m[1].str();
         if (name.find("::") != std::string::npos) {
           // a::b { ... }: one brace closes both; record as one scope with a qualified name.
@@ -254,7 +259,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
       ++j;
     }
     if (!k.name.empty() && k.name != "operator") {
-      for (const auto& s : scopes) k.ns.push_back(s.name);
+      for (const auto& s : scopes)
+        if (!s.linkage) k.ns.push_back(s.name);
       kernels.push_back(std::move(k));
     }
     i = j;

@@ -1,12 +1,27 @@
 // Built-in (cudamux mock): half precision basics. Storage is IEEE binary16; arithmetic goes
 // through float and rounds back, which is what a GPU's half ops give for single operations.
 #pragma once
+// The bit pattern, as CUDA's cuda_fp16.h declares it (CuPy's float16.cuh works on it).
+struct __half_raw {
+  unsigned short x;
+};
 struct __half {
   unsigned short __x;
   __half() = default;
+  __half(const __half_raw& r) : __x(r.x) {}
+  __half& operator=(const __half_raw& r) { __x = r.x; return *this; }
+  operator __half_raw() const { return __half_raw{__x}; }
   __half(float f) : __x(cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f))) {}
-  __half(double f) : __half(static_cast<float>(f)) {}
+  __half(double f) : __x(cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f))) {}
+  // CUDA's integer constructors (round to nearest), one per type so none is ambiguous.
+  __half(short i) : __half(static_cast<float>(i)) {}
+  __half(unsigned short i) : __half(static_cast<float>(i)) {}
   __half(int i) : __half(static_cast<float>(i)) {}
+  __half(unsigned int i) : __half(static_cast<float>(i)) {}
+  __half(long i) : __half(static_cast<float>(i)) {}
+  __half(unsigned long i) : __half(static_cast<float>(i)) {}
+  __half(long long i) : __half(static_cast<float>(i)) {}
+  __half(unsigned long long i) : __half(static_cast<float>(i)) {}
   operator float() const { return static_cast<float>(cudamux::bit_cast<_Float16>(__x)); }
   __half& operator+=(__half o) { return *this = __half(float(*this) + float(o)); }
   __half& operator-=(__half o) { return *this = __half(float(*this) - float(o)); }

@@ -45,6 +45,43 @@ typedef decltype((char*)0 - (char*)0) ptrdiff_t;
 typedef long clock_t;
 typedef __builtin_va_list va_list;
 namespace std {}  // declared, empty: std:: names need their headers, as with NVRTC
+// ... but for std::initializer_list, which NVRTC predefines (CuPy's carray.cuh relies on it).
+// libstdc++'s class under libstdc++'s include guard, so that a later <initializer_list> (from
+// the host's headers) is a no-op; g++ builds brace lists through these two members.
+#ifndef _INITIALIZER_LIST
+#define _INITIALIZER_LIST
+namespace std {
+template <class _E>
+class initializer_list {
+ public:
+  typedef _E value_type;
+  typedef const _E& reference;
+  typedef const _E& const_reference;
+  typedef decltype(sizeof(0)) size_type;
+  typedef const _E* iterator;
+  typedef const _E* const_iterator;
+
+ private:
+  iterator _M_array;
+  size_type _M_len;
+  constexpr initializer_list(const_iterator __a, size_type __l) : _M_array(__a), _M_len(__l) {}
+
+ public:
+  constexpr initializer_list() noexcept : _M_array(0), _M_len(0) {}
+  constexpr size_type size() const noexcept { return _M_len; }
+  constexpr const_iterator begin() const noexcept { return _M_array; }
+  constexpr const_iterator end() const noexcept { return begin() + size(); }
+};
+template <class _Tp>
+constexpr const _Tp* begin(initializer_list<_Tp> __ils) noexcept {
+  return __ils.begin();
+}
+template <class _Tp>
+constexpr const _Tp* end(initializer_list<_Tp> __ils) noexcept {
+  return __ils.end();
+}
+}  // namespace std
+#endif
 // Runtime types NVRTC declares without any include (a subset: the handles and the error type).
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
@@ -297,36 +334,48 @@ struct cudamux_atomic_scope {
 #else
 #define CUDAMUX_ATOMIC_SCOPE
 #endif
-#define CUDAMUX_ATOMIC_INT(T)                                                                  \
-  static inline T atomicAdd(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicSub(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicExch(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicAnd(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicOr(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }   \
-  static inline T atomicXor(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); } \
-  static inline T atomicCAS(T* a, T cmp, T v) { CUDAMUX_ATOMIC_SCOPE                                                \
+// Exactly CUDA's overload set (device_atomic_functions.h, sm_*_atomic_functions.h): programs
+// such as CuPy define the missing ones themselves (atomicAdd of long long, atomicMax of float),
+// which a superset here would turn into redefinitions.
+#define CUDAMUX_ATOMIC_RMW(name, builtin, T) \
+  static inline T name(T* a, T v) { CUDAMUX_ATOMIC_SCOPE return builtin(a, v, __ATOMIC_SEQ_CST); }
+#define CUDAMUX_ATOMIC_CAS(T)                                                                  \
+  static inline T atomicCAS(T* a, T cmp, T v) { CUDAMUX_ATOMIC_SCOPE                           \
     __atomic_compare_exchange_n(a, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
     return cmp;                                                                                \
-  }                                                                                            \
-  static inline T atomicMin(T* a, T v) { CUDAMUX_ATOMIC_SCOPE                                                       \
+  }
+#define CUDAMUX_ATOMIC_MINMAX(name, cmp_op, T)                                                 \
+  static inline T name(T* a, T v) { CUDAMUX_ATOMIC_SCOPE                                       \
     T old = __atomic_load_n(a, __ATOMIC_RELAXED);                                              \
-    while (v < old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST,         \
-                                                   __ATOMIC_RELAXED)) {                        \
-    }                                                                                          \
-    return old;                                                                                \
-  }                                                                                            \
-  static inline T atomicMax(T* a, T v) { CUDAMUX_ATOMIC_SCOPE                                                       \
-    T old = __atomic_load_n(a, __ATOMIC_RELAXED);                                              \
-    while (v > old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST,         \
-                                                   __ATOMIC_RELAXED)) {                        \
+    while (v cmp_op old && !__atomic_compare_exchange_n(a, &old, v, true, __ATOMIC_SEQ_CST,    \
+                                                        __ATOMIC_RELAXED)) {                   \
     }                                                                                          \
     return old;                                                                                \
   }
-CUDAMUX_ATOMIC_INT(int)
-CUDAMUX_ATOMIC_INT(unsigned int)
-CUDAMUX_ATOMIC_INT(unsigned long long)
-CUDAMUX_ATOMIC_INT(long long)
-#undef CUDAMUX_ATOMIC_INT
+#define CUDAMUX_ATOMIC_BITS_MINMAX(T)                    \
+  CUDAMUX_ATOMIC_RMW(atomicAnd, __atomic_fetch_and, T)   \
+  CUDAMUX_ATOMIC_RMW(atomicOr, __atomic_fetch_or, T)     \
+  CUDAMUX_ATOMIC_RMW(atomicXor, __atomic_fetch_xor, T)   \
+  CUDAMUX_ATOMIC_MINMAX(atomicMin, <, T)                 \
+  CUDAMUX_ATOMIC_MINMAX(atomicMax, >, T)
+#define CUDAMUX_ATOMIC_ADD_EXCH_CAS(T)                    \
+  CUDAMUX_ATOMIC_RMW(atomicAdd, __atomic_fetch_add, T)    \
+  CUDAMUX_ATOMIC_RMW(atomicExch, __atomic_exchange_n, T)  \
+  CUDAMUX_ATOMIC_CAS(T)
+CUDAMUX_ATOMIC_ADD_EXCH_CAS(int)
+CUDAMUX_ATOMIC_ADD_EXCH_CAS(unsigned int)
+CUDAMUX_ATOMIC_ADD_EXCH_CAS(unsigned long long)
+CUDAMUX_ATOMIC_RMW(atomicSub, __atomic_fetch_sub, int)
+CUDAMUX_ATOMIC_RMW(atomicSub, __atomic_fetch_sub, unsigned int)
+CUDAMUX_ATOMIC_BITS_MINMAX(int)
+CUDAMUX_ATOMIC_BITS_MINMAX(unsigned int)
+CUDAMUX_ATOMIC_BITS_MINMAX(unsigned long long)
+CUDAMUX_ATOMIC_BITS_MINMAX(long long)
+#undef CUDAMUX_ATOMIC_ADD_EXCH_CAS
+#undef CUDAMUX_ATOMIC_BITS_MINMAX
+#undef CUDAMUX_ATOMIC_MINMAX
+#undef CUDAMUX_ATOMIC_CAS
+#undef CUDAMUX_ATOMIC_RMW
 static inline unsigned short atomicCAS(unsigned short* a, unsigned short cmp, unsigned short v) { CUDAMUX_ATOMIC_SCOPE
   __atomic_compare_exchange_n(a, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;
@@ -366,18 +415,6 @@ static inline double atomicAdd(double* a, double v) { CUDAMUX_ATOMIC_SCOPE
 }
 static inline float atomicExch(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
   return cudamux::bit_cast<float>(atomicExch(reinterpret_cast<unsigned*>(a), cudamux::bit_cast<unsigned>(v)));
-}
-static inline float atomicMin(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
-  return cudamux::atomic_float(a, [v](float o) { return o < v ? o : v; });
-}
-static inline float atomicMax(float* a, float v) { CUDAMUX_ATOMIC_SCOPE
-  return cudamux::atomic_float(a, [v](float o) { return o > v ? o : v; });
-}
-static inline double atomicMin(double* a, double v) { CUDAMUX_ATOMIC_SCOPE
-  return cudamux::atomic_float(a, [v](double o) { return o < v ? o : v; });
-}
-static inline double atomicMax(double* a, double v) { CUDAMUX_ATOMIC_SCOPE
-  return cudamux::atomic_float(a, [v](double o) { return o > v ? o : v; });
 }
 // CUDA's wrap rules: inc stores (old >= v) ? 0 : old + 1; dec stores
 // (old == 0 || old > v) ? v : old - 1.

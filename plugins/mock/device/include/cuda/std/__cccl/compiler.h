@@ -16,6 +16,16 @@
 #ifndef CCCL_DISABLE_BF16_SUPPORT
 #define CCCL_DISABLE_BF16_SUPPORT
 #endif
+// NVRTC has no exceptions, so CCCL's NVRTC path never compiles its throwing helpers (newer
+// CCCL's cuda_error.h would call the host's ::cudaGetErrorString); g++ has them on.
+#if defined(__CUDACC_RTC__) && !defined(CCCL_DISABLE_EXCEPTIONS)
+#define CCCL_DISABLE_EXCEPTIONS
+#endif
+// Nor NVTX ranges (host instrumentation, skipped under NVRTC): a host with the toolkit's
+// nvtx3 in its include folders would otherwise pull <memory> into device code.
+#if defined(__CUDACC_RTC__) && !defined(CCCL_DISABLE_NVTX)
+#define CCCL_DISABLE_NVTX
+#endif
 #endif
 #include_next <cuda/std/__cccl/compiler.h>
 
