@@ -262,6 +262,23 @@ CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread, Sync 
   return copy_3d(src_of(*p), dst_of(*p), p->WidthInBytes, p->Height, 1, stream, per_thread, sync,
                  fn);
 }
+// cuMemcpyPeer and cuMemcpy3DPeer are "serialized with respect to all pending and future
+// asynchronous work in the current context, srcContext and dstContext" (CUDA's reference):
+// the pending work of both contexts completes before the copy, which itself blocks the host.
+// A null context is the current one.
+CUresult serialize_peer_copy(CUcontext dst_ctx, CUcontext src_ctx, const char* fn) {
+  const CUcontext current = current_context_handle();
+  Context* seen = nullptr;
+  for (CUcontext h :
+       {current, dst_ctx != nullptr ? dst_ctx : current, src_ctx != nullptr ? src_ctx : current}) {
+    Context* c = context_of(h);
+    if (c == nullptr || c == seen) continue;
+    seen = c;
+    if (CUresult r = Core::get().map(c->impl->synchronize(), fn)) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult copy_3d_desc(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread, Sync sync,
                       const char* fn) {
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null descriptor");
@@ -276,6 +293,8 @@ CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thr
   if ((p->srcContext && !context_of(p->srcContext)) ||
       (p->dstContext && !context_of(p->dstContext)))
     return reject(CUDA_ERROR_INVALID_CONTEXT, fn, "invalid context");
+  if (sync == Sync::blocking)
+    if (CUresult r = serialize_peer_copy(p->dstContext, p->srcContext, fn)) return r;
   return copy_3d(src_of3(*p), dst_of3(*p), p->WidthInBytes, p->Height, p->Depth, stream, per_thread,
                  sync, fn);
 }
@@ -667,11 +686,13 @@ static CUresult check_peer_contexts(CUcontext a, CUcontext b, const char* fn) {
 CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
                       size_t n) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeer")) return r;
+  if (CUresult r = core::serialize_peer_copy(dstCtx, srcCtx, "cuMemcpyPeer")) return r;
   return core::copy_linear(dst, true, src, true, n, nullptr, false, Sync::blocking, "cuMemcpyPeer");
 }
 CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
                            size_t n) {
   if (CUresult r = check_peer_contexts(dstCtx, srcCtx, "cuMemcpyPeer")) return r;
+  if (CUresult r = core::serialize_peer_copy(dstCtx, srcCtx, "cuMemcpyPeer")) return r;
   return core::copy_linear(dst, true, src, true, n, nullptr, true, Sync::blocking, "cuMemcpyPeer");
 }
 CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx,
