@@ -405,6 +405,31 @@ Run run_process(const std::vector<std::string>& argv) {
 }
 
 // Compiler messages in the user's terms: no temporary folders, prelude or command line.
+// g++'s "FILE:LINE:COL: fatal error: NAME: No such file or directory" in NVIDIA's NVRTC words,
+// "FILE(LINE): catastrophic error: cannot open source file "NAME"": Jitify (CuPy's, and
+// others') finds the missing header's name and line in the log by that wording, then supplies
+// the header and compiles again. Other lines are returned as they are.
+std::string nvrtc_missing_include(const std::string& line) {
+  static constexpr std::string_view kFatal = ": fatal error: ";
+  static constexpr std::string_view kMissing = ": No such file or directory";
+  const std::size_t fatal = line.find(kFatal);
+  if (fatal == std::string::npos || !line.ends_with(kMissing)) return line;
+  // Before kFatal: FILE:LINE:COL, the two numbers counted from the right (FILE may hold ':').
+  const std::size_t col_colon = line.rfind(':', fatal - 1);
+  if (col_colon == std::string::npos || col_colon == 0) return line;
+  const std::size_t line_colon = line.rfind(':', col_colon - 1);
+  if (line_colon == std::string::npos) return line;
+  const std::string_view number(line.data() + line_colon + 1, col_colon - line_colon - 1);
+  if (number.empty() || number.find_first_not_of("0123456789") != std::string_view::npos)
+    return line;
+  const std::size_t name_at = fatal + kFatal.size();
+  const std::size_t name_end = line.size() - kMissing.size();
+  if (name_end <= name_at) return line;
+  return line.substr(0, line_colon) + "(" + std::string(number) +
+         "): catastrophic error: cannot open source file \"" +
+         line.substr(name_at, name_end - name_at) + "\"";
+}
+
 std::string rewrite_log(const std::string& text, const std::string& tmp_dir,
                         const std::string& include_dir) {
   std::istringstream in(text);
@@ -423,6 +448,7 @@ std::string rewrite_log(const std::string& text, const std::string& tmp_dir,
       for (std::size_t p; (p = line.find(prefix)) != std::string::npos;)
         line.erase(p, prefix.size());
     }
+    line = nvrtc_missing_include(line);
     out += line;
     out += '\n';
   }
