@@ -1,6 +1,8 @@
 // Memory: allocation, registration, copies, memsets, pointer attributes.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -268,12 +270,14 @@ CUresult copy_2d(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread, Sync 
 // A null context is the current one.
 CUresult serialize_peer_copy(CUcontext dst_ctx, CUcontext src_ctx, const char* fn) {
   const CUcontext current = current_context_handle();
-  Context* seen = nullptr;
-  for (CUcontext h :
-       {current, dst_ctx != nullptr ? dst_ctx : current, src_ctx != nullptr ? src_ctx : current}) {
-    Context* c = context_of(h);
-    if (c == nullptr || c == seen) continue;
-    seen = c;
+  const std::array<Context*, 3> contexts{context_of(current),
+                                         context_of(dst_ctx != nullptr ? dst_ctx : current),
+                                         context_of(src_ctx != nullptr ? src_ctx : current)};
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    Context* c = contexts[i];
+    if (c == nullptr ||
+        std::find(contexts.begin(), contexts.begin() + i, c) != contexts.begin() + i)
+      continue;  // each context once
     if (CUresult r = Core::get().map(c->impl->synchronize(), fn)) return r;
   }
   return CUDA_SUCCESS;

@@ -394,15 +394,20 @@ TEST_F(Kernels, OccupancyCalculator) {
 
 // cuLibraryGetKernel before anything listed the library's kernels asks the module for that one
 // name (a library of thousands of kernels is not enumerated for it); the count comes later.
-TEST_F(Kernels, LibraryKernelLookupByNameAlone) {
-  CUlibrary lib = nullptr;
-  ASSERT_CU(CUDA_SUCCESS, cuLibraryLoadData(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0));
-  CUkernel k = nullptr;
+// A missing name, then "record3" found by name before the count of kImage's 8 kernels is asked.
+void expect_lookup_then_count(CUlibrary lib, CUkernel& k) {
   EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&k, lib, "nope"));
   ASSERT_CU(CUDA_SUCCESS, cuLibraryGetKernel(&k, lib, "record3"));
   unsigned count = 0;
   EXPECT_CU(CUDA_SUCCESS, cuLibraryGetKernelCount(&count, lib));
   EXPECT_EQ(8u, count);
+}
+
+TEST_F(Kernels, LibraryKernelLookupByNameAlone) {
+  CUlibrary lib = nullptr;
+  ASSERT_CU(CUDA_SUCCESS, cuLibraryLoadData(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUkernel k = nullptr;
+  ASSERT_NO_FATAL_FAILURE(expect_lookup_then_count(lib, k));
   CUkernel again = nullptr;
   EXPECT_CU(CUDA_SUCCESS, cuLibraryGetKernel(&again, lib, "record3"));
   EXPECT_EQ(k, again);
@@ -420,11 +425,7 @@ TEST_F(Kernels, LibraryQueriesWithoutACurrentContext) {
     CUlibrary lib = nullptr;
     ASSERT_CU(CUDA_SUCCESS, cuLibraryLoadData(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0));
     CUkernel k = nullptr;
-    EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&k, lib, "nope"));
-    ASSERT_CU(CUDA_SUCCESS, cuLibraryGetKernel(&k, lib, "record3"));
-    unsigned count = 0;
-    EXPECT_CU(CUDA_SUCCESS, cuLibraryGetKernelCount(&count, lib));
-    EXPECT_EQ(8u, count);
+    ASSERT_NO_FATAL_FAILURE(expect_lookup_then_count(lib, k));
     int threads = 0;
     EXPECT_CU(CUDA_SUCCESS, cuKernelGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k, 0));
     EXPECT_GT(threads, 0);
