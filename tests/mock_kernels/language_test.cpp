@@ -33,8 +33,9 @@ extern "C" __global__ void __launch_bounds__(256) reduce(const int* in, int* out
   auto* out = dev<int>(kBlocks);
   for (int i = 0; i < kBlocks * 256; ++i) in[i] = (i * 7919) % 1000 - 500;
   auto q = queue();
-  ASSERT_EQ(launch(*q, m->function("reduce"), {kBlocks}, {256}, 0, static_cast<const int*>(in), out),
-            CUDA_SUCCESS);
+  ASSERT_EQ(
+      launch(*q, m->function("reduce"), {kBlocks}, {256}, 0, static_cast<const int*>(in), out),
+      CUDA_SUCCESS);
   ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
   for (int b = 0; b < kBlocks; ++b)
     EXPECT_EQ(out[b], std::accumulate(in + b * 256, in + (b + 1) * 256, 0)) << b;
@@ -193,7 +194,8 @@ extern "C" __global__ void k(unsigned* r) {
   auto q = queue();
   ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, r), CUDA_SUCCESS);
   ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
-  const unsigned expect[23] = {0, 1, 2, 0, 1, 2, 0, 1, 1, 0, 2, 1, 0, 2, 9, 3, 5, 5, 7, 1, 5, 10, 1};
+  const unsigned expect[23] = {0, 1, 2, 0, 1, 2, 0, 1, 1, 0,  2, 1,
+                               0, 2, 9, 3, 5, 5, 7, 1, 5, 10, 1};
   for (int i = 0; i < 23; ++i) EXPECT_EQ(r[i], expect[i]) << i;
 }
 
@@ -246,8 +248,10 @@ extern "C" __global__ void k(unsigned* r) {
   auto q = queue();
   ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, r), CUDA_SUCCESS);
   ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
-  const unsigned expect[20] = {8, 31, 32, 0, 8, 0x80000000u, 3, static_cast<unsigned>(-6), 2,
-                               0xFFFFFFFEu, 0x55114400u, 3, 0x80000000u, 64, 63, 0x3f800000u, 2, 4, 10, 8};
+  const unsigned expect[20] = {
+      8, 31,          32,          0, 8,           0x80000000u, 3,  static_cast<unsigned>(-6),
+      2, 0xFFFFFFFEu, 0x55114400u, 3, 0x80000000u, 64,          63, 0x3f800000u,
+      2, 4,           10,          8};
   for (int i = 0; i < 20; ++i) EXPECT_EQ(r[i], expect[i]) << i;
 }
 
@@ -344,7 +348,8 @@ extern "C" __global__ void k(int* p) {
   assert(p[threadIdx.x] < 5);
   atomicAdd(p + 100, 1);
 }
-)", {}, {});
+)",
+                 {}, {});
   ASSERT_TRUE(m);
   auto* p = dev<int>(101);
   std::fill(p, p + 101, 0);
@@ -356,8 +361,9 @@ extern "C" __global__ void k(int* p) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("test.cu:5: "), std::string::npos) << err;
   EXPECT_NE(err.find("block: [0,0,0], thread: [3,0,0] Assertion `p[threadIdx.x] < 5` failed."),
-            std::string::npos) << err;
-  EXPECT_EQ(cu(q->query()), CUDA_ERROR_ASSERT);       // sticky
+            std::string::npos)
+      << err;
+  EXPECT_EQ(cu(q->query()), CUDA_ERROR_ASSERT);  // sticky
   EXPECT_EQ(cu(q->synchronize()), CUDA_ERROR_ASSERT);
   EXPECT_EQ(cu(ctx->synchronize()), CUDA_ERROR_ASSERT);
   EXPECT_NE(log_text().find("Assertion"), std::string::npos);
@@ -388,7 +394,8 @@ struct Pair { int a; double b; };
 namespace outer { namespace {
 __global__ void k(Pair p, double* out, char c) { out[0] = square(p.a) + square(p.b) + c; }
 } }
-)", {}, {"outer::k"});
+)",
+                 {}, {"outer::k"});
   ASSERT_TRUE(m);
   ASSERT_EQ(lowered.size(), 1u);
   auto* f = m->function(lowered[0].second);
@@ -436,7 +443,7 @@ extern "C" __global__ void k(__half* h, float* f, __nv_bfloat16* b) {
   EXPECT_EQ(f[0], 3.5f);
   EXPECT_TRUE(std::isinf(f[1]));
   EXPECT_EQ(b[0], 0x4049u);  // 3.140625 in bfloat16
-  EXPECT_EQ(f[2], 4.125f);  // 4.140625 rounds (ties to even) to bfloat16's 4.125
+  EXPECT_EQ(f[2], 4.125f);   // 4.140625 rounds (ties to even) to bfloat16's 4.125
   EXPECT_EQ(f[3], 4.0f);
 }
 
@@ -470,6 +477,39 @@ extern "C" __global__ void k(float* f) {
   EXPECT_EQ(f[9], 0.333251953125f);  // 1/3 rounded to binary16
   EXPECT_EQ(f[10], 5.0f);
   EXPECT_EQ(f[11], 6.0f);
+}
+
+TEST_F(MockLanguage, TypePunningThroughWordPointersKeepsTheStores) {
+  // CUB's ShuffleDown/ShuffleIndex move a struct through `unsigned*` aliases of it; nvcc keeps
+  // those stores, so must the mock's compiler (CuPy's CUB reduction of float64 max lost every
+  // lane but lane 0 of each warp under g++'s strict aliasing).
+  auto m = build(R"(
+struct ValueAndIndex { double value; int index; };
+__device__ ValueAndIndex shuffle_down(ValueAndIndex in, int offset) {
+  ValueAndIndex out;
+  unsigned* out_words = reinterpret_cast<unsigned*>(&out);
+  unsigned* in_words = reinterpret_cast<unsigned*>(&in);
+  for (int w = 0; w < 4; ++w) out_words[w] = __shfl_down_sync(0xffffffffu, in_words[w], offset);
+  return out;
+}
+extern "C" __global__ void warp_max(const double* in, double* out) {
+  ValueAndIndex v{in[threadIdx.x], int(threadIdx.x)};
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const ValueAndIndex other = shuffle_down(v, offset);
+    if (threadIdx.x + offset < 32 && other.value > v.value) v = other;
+  }
+  if (threadIdx.x == 0) { out[0] = v.value; out[1] = v.index; }
+}
+)");
+  ASSERT_TRUE(m);
+  auto* in = dev<double>(32);
+  for (int i = 0; i < 32; ++i) in[i] = (i * 7) % 32;  // maximum 31 at lane 9
+  auto* out = dev<double>(2);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("warp_max"), {1}, {32}, 0, in, out), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(out[0], 31.0);
+  EXPECT_EQ(out[1], 9.0);
 }
 
 }  // namespace

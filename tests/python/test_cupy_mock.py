@@ -109,6 +109,15 @@ extern "C" __global__ void sort_scan(const int* in, int* sorted, int* scanned) {
     cubmod.get_function("sort_scan")((1,), (128,), (dk, sorted_out, scanned))
     check("CUB BlockRadixSort", np.array_equal(sorted_out.get(), np.sort(keys)))
     check("CUB BlockScan", np.array_equal(scanned.get(), np.cumsum(keys[:128])))
+    # CuPy's 'cub' reduction accelerator: CUB block reductions that CuPy generates and our
+    # NVRTC compiles from CuPy's bundled CCCL; its warp shuffles move a {double, int} struct
+    # through `unsigned` words (float64 max once kept only lane 0 of each warp: 899 here).
+    _accelerator.set_reduction_accelerators(["cub"])
+    d = cp.asarray(rng.permutation(1000).astype(np.float64))
+    check("CUB block reduction float64 max", float(d.max()) == 999.0, str(d.max()))
+    check("CUB block reduction float64 argmin", int(d.argmin()) == int(np.argmin(d.get())),
+          str(d.argmin()))
+    _accelerator.set_reduction_accelerators([])
     # The precompiled Thrust sort refuses with CUDA's error rather than crash or mislead.
     try:
         cp.sort(dk)

@@ -1271,6 +1271,11 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   // ld took ~170 ms of a ~350 ms compile to link it (gold ~60 ms; docs/performance.md, "PTX
   // kernels compiled at first launch"; CUDA C++ programs likewise since issue 18).
   if (gold_available()) flags.emplace_back("-fuse-ld=gold");
+  // CUDA C++ moves values through pointers of another type (CUB's warp shuffles of a struct as
+  // `unsigned` words, vector loads of floats as uint4); NVIDIA's compiler keeps such stores, g++'s
+  // type-based alias analysis may drop them (CuPy's CUB float64 max kept lane 0 of each warp).
+  // Translated PTX accesses memory only through memcpy, which never breaks aliasing rules.
+  if (!generated) flags.emplace_back("-fno-strict-aliasing");
   if (settings_.memcheck) {
     // Every load and store calls a hook first (the prelude defines them, the device runtime
     // checks). Stack and globals need no redzones: the runtime knows those ranges.
