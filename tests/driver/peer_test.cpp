@@ -660,8 +660,10 @@ TEST_F(Batch, Rules) {
   if (backend() != "cuda") {
     EXPECT_EQ(fail, SIZE_MAX);
   }
-  EXPECT_OK(cuMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 1, &fail, nullptr));
+  // The per-thread stream does not wait for the non-blocking `s`: the copies above must be done
+  // before these write the same buffers (two unordered writers are a race, caught by TSan).
   ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_OK(cuMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 1, &fail, nullptr));
   ASSERT_OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
   ASSERT_OK(cuStreamDestroy_v2(s));
 }
