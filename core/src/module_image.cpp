@@ -166,6 +166,17 @@ CUresult resolve_image(const void* image, be::Backend& backend, int device, Reso
   if (!pick && image_kind_allowed(backend, be::ImageKind::ptx)) {
     pick = fatbin::select_ptx(entries, device_arch);
     kind = be::ImageKind::ptx;
+    if (!pick) {
+      // A GPU of this compute capability would run the fat binary's SASS, which this backend
+      // cannot: the newer PTX of the same source stands in (CuPy's precompiled CUB and Thrust
+      // carry PTX for compute_120 only), rather than a refusal the program never sees on a GPU.
+      pick = fatbin::select_ptx_for_sass(entries, device_arch);
+      if (pick)
+        core.log().info(
+            "{}: the fat binary holds {}; the '{}' backend runs no SASS, so the compute_{} PTX "
+            "stands in for the SASS a device of compute capability {}.{} would run",
+            fn, out.holds, backend.name(), entries[*pick].arch, device_arch / 10, device_arch % 10);
+    }
   }
   if (!pick) {
     core.log().error(

@@ -685,6 +685,30 @@ TEST(FatbinSelect, AsNvidiaDriverOnH100) {
   EXPECT_EQ(pick({make(static_cast<K>(0x40), 90), ptx90}), 1u);
 }
 
+TEST(FatbinSelect, PtxStandsInForSassOnlyWhereAGpuRunsTheSass) {
+  using K = fb::Kind;
+  using V = fb::Variant;
+  // CuPy's precompiled CUB: SASS sm_75..sm_120 and PTX for compute_120 only.
+  const std::vector<fb::Entry> cub = {make(K::elf, 75), make(K::elf, 80), make(K::elf, 90),
+                                      make(K::elf, 120, V::family), make(K::ptx, 120)};
+  EXPECT_EQ(fb::select_ptx(cub, 90), std::nullopt);
+  EXPECT_EQ(fb::select_ptx_for_sass(cub, 90), 4u);
+  EXPECT_EQ(fb::select_ptx_for_sass(cub, 86), 4u);  // the sm_80 SASS runs on 8.6
+  // No SASS a GPU of CC 7.0 or 10.0 would run: the driver refuses, so does the stand-in.
+  EXPECT_EQ(fb::select_ptx_for_sass(cub, 70), std::nullopt);
+  EXPECT_EQ(fb::select_ptx_for_sass(cub, 100), std::nullopt);
+  // A PTX that fits is the driver's own choice: no stand-in.
+  EXPECT_EQ(fb::select_ptx_for_sass({make(K::elf, 90), make(K::ptx, 80)}, 90), std::nullopt);
+  // The closest newer arch, and among equals the most portable PTX.
+  EXPECT_EQ(fb::select_ptx_for_sass({make(K::elf, 90), make(K::ptx, 120), make(K::ptx, 100)}, 90),
+            2u);
+  EXPECT_EQ(fb::select_ptx_for_sass({make(K::elf, 90), make(K::ptx, 100, V::specific),
+                                     make(K::ptx, 100, V::family), make(K::ptx, 100)},
+                                    90),
+            3u);
+  EXPECT_EQ(fb::select_ptx_for_sass({make(K::elf, 90), make(K::ptx, 100, V::specific)}, 90), 1u);
+}
+
 TEST(FatbinSelect, SkipsOtherKindsIgnoresFlags) {
   // NVIDIA's driver (580, H100) loads an ELF or PTX entry whose 64-bit flag is clear, and
   // skips an entry of an unknown kind for the next one that fits.

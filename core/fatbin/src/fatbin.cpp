@@ -488,6 +488,24 @@ std::optional<std::size_t> select_ptx(const std::vector<Entry>& entries,
   });
 }
 
+std::optional<std::size_t> select_ptx_for_sass(const std::vector<Entry>& entries,
+                                               unsigned device_arch) noexcept {
+  if (!select_elf(entries, device_arch) || select_ptx(entries, device_arch)) return std::nullopt;
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.kind != Kind::ptx || e.arch <= device_arch) continue;
+    if (!best) {
+      best = i;
+      continue;
+    }
+    const Entry& b = entries[*best];
+    // The closest arch, and among equals the most portable PTX (rank orders none < f < a).
+    if (e.arch < b.arch || (e.arch == b.arch && rank(e.variant) < rank(b.variant))) best = i;
+  }
+  return best;
+}
+
 std::string describe(const std::vector<Entry>& entries) {
   std::string s;
   for (const Entry& e : entries) {

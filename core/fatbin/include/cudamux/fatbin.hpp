@@ -146,6 +146,14 @@ std::optional<std::size_t> select_elf(const std::vector<Entry>& entries,
 std::optional<std::size_t> select_ptx(const std::vector<Entry>& entries,
                                       unsigned device_arch) noexcept;
 
+// For a backend that runs PTX but not SASS: when NVIDIA's driver would run SASS of this fat
+// binary on the device (select_elf finds one) and no PTX fits (select_ptx finds none), the
+// PTX of the lowest newer arch (on a tie: no suffix, then 'f', then 'a'), which the SASS's
+// source was also compiled to. CuPy's precompiled CUB carries SASS up to sm_120 and PTX for
+// compute_120 only. nullopt otherwise.
+std::optional<std::size_t> select_ptx_for_sass(const std::vector<Entry>& entries,
+                                               unsigned device_arch) noexcept;
+
 // What the entries are, for log lines: "sm_75 ELF, compute_75 PTX (zstd)". Compression,
 // debug info and obfuscation go in parentheses.
 std::string describe(const std::vector<Entry>& entries);
