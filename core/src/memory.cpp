@@ -516,6 +516,10 @@ CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
 CUresult cuMemFreeHost(void* p) {
   if (CUresult r = core::unsafe_call("cuMemFreeHost")) return r;  // issue 16: not while capturing
   if (!p) return CUDA_SUCCESS;
+  // A host pool's memory goes back with cuMemFreeAsync (NVIDIA's driver 580: INVALID_VALUE).
+  if (core::pool_of_pointer(reinterpret_cast<std::uintptr_t>(p)))
+    return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
+                  "memory of a stream-ordered pool (free it with cuMemFreeAsync)");
   Core& core = Core::get();
   Allocation a;
   {
@@ -881,7 +885,9 @@ namespace {
 CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
                            const Allocation* a, bool strict) {
   const bool device_side = a && (a->kind == AllocKind::device || a->kind == AllocKind::managed);
-  auto put_bool = [&](bool v) { *static_cast<bool*>(data) = v; };
+  // CUDA documents these as booleans; NVIDIA's driver 580 writes them as 4-byte ints (measured
+  // on an H200: build-gsamples/attrwidth.c), which callers read as int.
+  auto put_bool = [&](bool v) { *static_cast<int*>(data) = v ? 1 : 0; };
   switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;

@@ -1,8 +1,9 @@
 // Stream-ordered memory pools (CUDA 13.0): cuMemPool*, cuMemAllocAsync, cuMemFreeAsync,
-// cuMemAllocFromPoolAsync, the device's default and current pools, and in-process sharing of
-// pools and their pointers. Memory comes from the backend through the path cuMemAlloc uses and
-// is registered in Core::allocations while handed out; the pool caches freed blocks and hands
-// them out again under CUDA's reuse rules (docs/memory-pools.md).
+// cuMemAllocFromPoolAsync, the default and current pools of devices and of the host and managed
+// locations (cuMemGetMemPool), and in-process sharing of pools and their pointers. Pools of
+// device memory, of pinned host memory and of managed memory. Memory comes from the backend through
+// the path cuMemAlloc uses and is registered in Core::allocations while handed out; the pool caches
+// freed blocks and hands them out again under CUDA's reuse rules (docs/memory-pools.md).
 #include "mempool.hpp"
 
 #include <spdlog/spdlog.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,8 +29,9 @@ namespace cudamux::core {
 // A stretch of backend memory owned by a pool: handed out (live) or cached (freed).
 struct Block {
   std::uintptr_t base = 0;
-  std::size_t size = 0;    // what the pool accounts (the request rounded up)
-  Context* ctx = nullptr;  // whose backend allocated it, and frees it
+  std::size_t size = 0;                // what the pool accounts (the request rounded up)
+  Context* ctx = nullptr;              // whose backend allocated it, and frees it
+  AllocKind kind = AllocKind::device;  // device, host_alloc (host pools) or managed
   // Cached blocks: where the free happened. stream_id 0: nothing to order against (a
   // synchronous free, or a free whose event is known to have completed).
   unsigned long long stream_id = 0;
@@ -39,7 +42,7 @@ struct Block {
 struct MemPool {
   CUmemoryPool handle = nullptr;
   unsigned long long uid = 0;  // names the pool in exported handles and pointers
-  int device = 0;
+  int device = 0;  // the location's device; -1 for host and managed pools placed elsewhere
   CUmemPoolProps props{};
   bool is_default = false;
   bool destroyed = false;  // cuMemPoolDestroy ran; kept until its memory is back
@@ -81,7 +84,10 @@ struct State {
   std::mutex mutex;
   std::vector<std::unique_ptr<MemPool>> pools;         // live and destroyed-but-busy ones
   std::vector<MemPool*> default_pools, current_pools;  // per device, created lazily
-  std::map<std::uintptr_t, MemPool*> owner;            // live block base -> pool
+  // Default and current pools of the other locations and allocation types (host, host NUMA
+  // node, managed memory), keyed by location_key(); created lazily.
+  std::map<std::uint64_t, MemPool*> located_defaults, located_currents;
+  std::map<std::uintptr_t, MemPool*> owner;  // live block base -> pool
   std::vector<Deferred> deferred;
   std::atomic<bool> has_cached{false};  // fast path of the synchronize hook
   std::atomic<bool> tracking{false};    // a free happened: event records carry dependencies
@@ -100,6 +106,29 @@ State& state() {
 void bump_high(MemPool& p) noexcept {
   p.reserved_high = std::max(p.reserved_high, p.reserved);
   p.used_high = std::max(p.used_high, p.used);
+}
+
+// What the pool's memory is: device, pinned host or managed.
+AllocKind kind_of(const MemPool& p) noexcept {
+  if (p.props.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) return AllocKind::managed;
+  return p.props.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? AllocKind::device
+                                                              : AllocKind::host_alloc;
+}
+
+// Gives a block back to the backend that allocated it, by the path of its kind.
+void free_block(const Block& b) {
+  void* mem = reinterpret_cast<void*>(b.base);
+  switch (b.kind) {
+    case AllocKind::host_alloc:
+      (void)b.ctx->impl->free_host(mem);
+      break;
+    case AllocKind::managed:
+      (void)b.ctx->impl->free_managed(mem);
+      break;
+    default:
+      (void)b.ctx->impl->free(mem);
+      break;
+  }
 }
 
 // A free event: destroyed now when complete, else handed to its context's retired list,
@@ -128,7 +157,7 @@ void release_cached(MemPool& p, std::size_t keep) {
       ++it;
       continue;
     }
-    (void)it->ctx->impl->free(reinterpret_cast<void*>(it->base));
+    free_block(*it);
     p.reserved -= it->size;
     it = p.cached.erase(it);
   }
@@ -221,23 +250,71 @@ void merge(Deps& into, const Deps& from) {
   }
 }
 
+// Whether the host has NUMA node `id` (what NVIDIA's driver checks for HOST_NUMA locations).
+bool host_numa_node_exists(int id) {
+  if (id < 0) return false;
+  std::error_code ec;
+  const auto node = "/sys/devices/system/node/node" + std::to_string(id);
+  // Without sysfs (containers), node 0 is the one node a machine always has.
+  if (!std::filesystem::exists("/sys/devices/system/node", ec)) return id == 0;
+  return std::filesystem::exists(node, ec);
+}
+
+// The locations and allocation types pools exist for (measured on NVIDIA's driver 580, H200):
+// pinned memory on a device, on the host (the id is ignored) or on a host NUMA node; managed
+// memory preferring a device, the host, a host NUMA node or nothing (NONE).
 CUresult check_location(const CUmemLocation* loc, CUmemAllocationType type, const char* fn) {
   if (!loc) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null location");
-  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED ||
-      (type == CU_MEM_ALLOCATION_TYPE_PINNED &&
-       (loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA))) {
-    Core::get().log().warn(
-        "{}: pools of managed or host memory are not supported by cudamux yet: returning "
-        "CUDA_ERROR_NOT_SUPPORTED",
-        fn);
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  if (type != CU_MEM_ALLOCATION_TYPE_PINNED)
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown allocation type");
-  if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
-  if (!Core::get().valid_device(loc->id))
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "no such device");
+  switch (loc->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      if (!Core::get().valid_device(loc->id))
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "no such device");
+      return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST:
+      return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      if (!host_numa_node_exists(loc->id))
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "no such host NUMA node");
+      return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_NONE:
+      if (type == CU_MEM_ALLOCATION_TYPE_MANAGED) return CUDA_SUCCESS;
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "pinned memory needs a location");
+    default:
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown location type");
+  }
+}
+
+bool device_pinned(const CUmemLocation& loc, CUmemAllocationType type) noexcept {
+  return type == CU_MEM_ALLOCATION_TYPE_PINNED && loc.type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+// Names a (checked) location and allocation type other than a device's pinned memory: the
+// host's id is ignored, as NVIDIA's driver ignores it.
+std::uint64_t location_key(const CUmemLocation& loc, CUmemAllocationType type) noexcept {
+  const bool has_id =
+      loc.type == CU_MEM_LOCATION_TYPE_DEVICE || loc.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  return (static_cast<std::uint64_t>(type) << 48) | (static_cast<std::uint64_t>(loc.type) << 32) |
+         static_cast<std::uint32_t>(has_id ? loc.id : 0);
+}
+
+// The default pool of a location other than a device's pinned memory. State mutex held.
+CUresult located_default_pool(State& st, const CUmemLocation& loc, CUmemAllocationType type,
+                              MemPool*& out) {
+  MemPool*& slot = st.located_defaults[location_key(loc, type)];
+  if (!slot) {
+    auto p = std::make_unique<MemPool>();
+    p->is_default = true;
+    p->props.allocType = type;
+    p->props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    p->props.location = loc;
+    if (loc.type == CU_MEM_LOCATION_TYPE_HOST || loc.type == CU_MEM_LOCATION_TYPE_NONE)
+      p->props.location.id = 0;
+    p->device = loc.type == CU_MEM_LOCATION_TYPE_DEVICE ? loc.id : -1;
+    if (CUresult r = register_pool(st, std::move(p), slot)) return r;
+  }
+  out = slot;
   return CUDA_SUCCESS;
 }
 
@@ -288,7 +365,8 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool was destroyed");  // raced a destroy
     }
     if (p->imported) return reject(CUDA_ERROR_INVALID_VALUE, fn, "imported pools cannot allocate");
-    if (p->device != s.ctx->device) {
+    // Host and managed memory serve a stream of any device.
+    if (kind_of(*p) == AllocKind::device && p->device != s.ctx->device) {
       core.log().warn(
           "{}: a pool of device {} on a stream of device {} is not supported by cudamux yet: "
           "returning CUDA_ERROR_NOT_SUPPORTED",
@@ -325,25 +403,44 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
           return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "the pool's maxSize is reached");
       }
       void* mem = nullptr;
-      auto status = s.ctx->impl->allocate(size, &mem);
+      const AllocKind kind = kind_of(*p);
+      const auto allocate = [&] {
+        switch (kind) {
+          case AllocKind::host_alloc:  // pinned, mapped, every context's (portable)
+            return s.ctx->impl->allocate_host(
+                size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP, &mem);
+          case AllocKind::managed:
+            return s.ctx->impl->allocate_managed(size, CU_MEM_ATTACH_GLOBAL, &mem);
+          default:
+            return s.ctx->impl->allocate(size, &mem);
+        }
+      };
+      auto status = allocate();
       if (!status.ok()) {  // cached memory of the pool goes back first, then one more try
         release_cached(*p, 0);
-        status = s.ctx->impl->allocate(size, &mem);
+        status = allocate();
       }
       if (!status.ok()) return core.map(status, fn);
       block.base = reinterpret_cast<std::uintptr_t>(mem);
       block.size = size;
       block.ctx = s.ctx;
+      block.kind = kind;
       p->reserved += size;
     }
     p->used += block.size;
     bump_high(*p);
     st.owner[block.base] = p;
     st.has_cached.store(true, std::memory_order_relaxed);
-    p->live.emplace(block.base, Block{block.base, block.size, block.ctx, 0, 0, nullptr});
+    p->live.emplace(block.base,
+                    Block{block.base, block.size, block.ctx, block.kind, 0, 0, nullptr});
   }
-  Allocation a{
-      block.base, bytes, AllocKind::device, block.ctx, block.ctx->handle, block.ctx->device, 0, 0};
+  // The flags cuMemHostAlloc / cuMemAllocManaged would have recorded for such memory.
+  unsigned flags = 0;
+  if (block.kind == AllocKind::host_alloc)
+    flags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP;
+  if (block.kind == AllocKind::managed) flags = CU_MEM_ATTACH_GLOBAL;
+  Allocation a{block.base,        bytes, block.kind, block.ctx, block.ctx->handle,
+               block.ctx->device, flags, 0};
   a.buffer_id = core.next_buffer_id.fetch_add(1);
   {
     std::unique_lock lock(core.alloc_mutex);
@@ -506,7 +603,7 @@ void pool_after_synchronize(int device) noexcept {
   sweep(st);
   bool any = !st.deferred.empty();
   for (auto& p : st.pools) {
-    if (p->device != device) continue;
+    if (p->device != device && p->device >= 0) continue;  // host pools: every device's sync
     // The host has seen these frees complete: any stream may reuse the blocks now.
     for (Block& b : p->cached) (void)free_completed(b);
     if (p->reserved > p->release_threshold)
@@ -529,7 +626,7 @@ void pool_forget_context(Context& ctx) noexcept {
         ++it;
         continue;
       }
-      (void)ctx.impl->free(reinterpret_cast<void*>(it->base));
+      free_block(*it);
       p->reserved -= it->size;
       it = p->cached.erase(it);
     }
@@ -645,8 +742,14 @@ CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown usage bits");
   for (unsigned char c : props->reserved)
     if (c != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "reserved bytes must be zero");
+  // Host and managed pools are not IPC capable; managed ones have no maximum size and no usage
+  // (NVIDIA's driver 580 refuses each with INVALID_VALUE).
+  if (!core::device_pinned(props->location, props->allocType) && types != 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "host and managed pools have no handle types");
+  if (props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED && (props->maxSize != 0 || props->usage))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "managed pools have no maxSize and no usage");
   auto p = std::make_unique<MemPool>();
-  p->device = props->location.id;
+  p->device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
   p->props = *props;
   p->props.win32SecurityAttributes = nullptr;
   core::State& st = core::state();
@@ -668,6 +771,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   // The device whose current pool it was gets its default pool back (CUDA's rule).
   for (MemPool*& c : st.current_pools)
     if (c == p) c = nullptr;
+  std::erase_if(st.located_currents, [p](const auto& kv) { return kv.second == p; });
   // Outstanding allocations keep it alive until they are freed (CUDA's rule).
   p->destroyed = true;
   p->imports.clear();
@@ -779,6 +883,8 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_
     if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
         d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown access flags");
+    // Host and managed pools: any device may be given or denied access (NVIDIA's driver 580).
+    if (core::kind_of(*p) != core::AllocKind::device) continue;
     if (d.location.id == p->device && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
       return reject(CUDA_ERROR_INVALID_DEVICE, fn,
                     "the pool's own device always has read-write access");
@@ -787,8 +893,10 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_
                                                   core.backend_ordinal(p->device)))
       return reject(CUDA_ERROR_INVALID_DEVICE, fn, "the device cannot access the pool's device");
   }
+  const bool device_pool = core::kind_of(*p) == core::AllocKind::device;
   for (size_t i = 0; i < count; ++i)
-    if (map[i].location.id != p->device) p->peer_access[map[i].location.id] = map[i].flags;
+    if (!device_pool || map[i].location.id != p->device)
+      p->peer_access[map[i].location.id] = map[i].flags;
   return CUDA_SUCCESS;
 }
 
@@ -796,13 +904,23 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
                             CUmemLocation* location) {
   const char* fn = "cuMemPoolGetAccess";
   if (!flags || !location) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null argument");
-  if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || !Core::get().valid_device(location->id))
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
   core::State& st = core::state();
   std::lock_guard lock(st.mutex);
   MemPool* p = core::pool_of(memPool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
-  if (location->id == p->device) {
+  const bool device_pool = core::kind_of(*p) == core::AllocKind::device;
+  // A host pool's memory is the host's to read and write (NVIDIA's driver 580 answers so).
+  if (!device_pool && core::kind_of(*p) == core::AllocKind::host_alloc &&
+      (location->type == CU_MEM_LOCATION_TYPE_HOST ||
+       location->type == CU_MEM_LOCATION_TYPE_HOST_NUMA)) {
+    *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return CUDA_SUCCESS;
+  }
+  if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || !Core::get().valid_device(location->id))
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "location is not a device");
+  // Devices have no access to host and managed pools until cuMemPoolSetAccess grants it (what
+  // NVIDIA's driver 580 reports).
+  if (device_pool && location->id == p->device) {
     *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   } else {
     auto it = p->peer_access.find(location->id);
@@ -851,6 +969,10 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
   if (p->imported) return reject(CUDA_ERROR_INVALID_VALUE, fn, "an imported pool");
+  // A pool placed on the host (pinned or managed) is no device's (INVALID_VALUE, as NVIDIA's
+  // driver 580 answers); a managed pool preferring this device is accepted, as there.
+  if (p->props.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool is not on a device");
   if (p->device != dev)
     return reject(CUDA_ERROR_INVALID_DEVICE, fn, "the pool is another device's");
   MemPool* dflt = nullptr;
@@ -864,20 +986,58 @@ CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
   const char* fn = "cuMemGetDefaultMemPool";
   if (!pool_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (CUresult r = core::check_location(location, type, fn)) return r;
-  return impl::cuDeviceGetDefaultMemPool(pool_out, location->id);
+  if (core::device_pinned(*location, type))
+    return impl::cuDeviceGetDefaultMemPool(pool_out, location->id);
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = nullptr;
+  if (CUresult r = core::located_default_pool(st, *location, type, p)) return r;
+  *pool_out = p->handle;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
   const char* fn = "cuMemGetMemPool";
   if (!pool) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
   if (CUresult r = core::check_location(location, type, fn)) return r;
-  return impl::cuDeviceGetMemPool(pool, location->id);
+  if (core::device_pinned(*location, type)) return impl::cuDeviceGetMemPool(pool, location->id);
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  if (auto it = st.located_currents.find(core::location_key(*location, type));
+      it != st.located_currents.end()) {
+    *pool = it->second->handle;
+    return CUDA_SUCCESS;
+  }
+  MemPool* p = nullptr;
+  if (CUresult r = core::located_default_pool(st, *location, type, p)) return r;
+  *pool = p->handle;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
-  if (CUresult r = core::check_location(location, type, "cuMemSetMemPool")) return r;
-  if (CUresult r = impl::cuDeviceSetMemPool(location->id, pool))
-    return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
+  const char* fn = "cuMemSetMemPool";
+  if (CUresult r = core::check_location(location, type, fn)) return r;
+  if (core::device_pinned(*location, type)) {
+    if (CUresult r = impl::cuDeviceSetMemPool(location->id, pool))
+      return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
+    return CUDA_SUCCESS;
+  }
+  core::State& st = core::state();
+  std::lock_guard lock(st.mutex);
+  MemPool* p = core::pool_of(pool);
+  if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->imported) return reject(CUDA_ERROR_INVALID_VALUE, fn, "an imported pool");
+  const auto key = core::location_key(*location, type);
+  // The pool's own location and type, as NVIDIA's driver requires (INVALID_VALUE otherwise).
+  if (core::location_key(p->props.location, p->props.allocType) != key)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool is of another location or type");
+  MemPool* dflt = nullptr;
+  if (CUresult r = core::located_default_pool(st, *location, type, dflt)) return r;
+  if (p == dflt) {
+    st.located_currents.erase(key);
+  } else {
+    st.located_currents[key] = p;
+  }
   return CUDA_SUCCESS;
 }
 

@@ -735,6 +735,133 @@ TEST_F(MemPool, FreesAcrossAllocators) {
   ASSERT_OK(cuStreamDestroy_v2(s));
 }
 
+CUmemPoolProps located_props(CUmemAllocationType type, CUmemLocationType where, int id) {
+  CUmemPoolProps p{};
+  p.allocType = type;
+  p.location.type = where;
+  p.location.id = id;
+  return p;
+}
+
+// Pools of pinned host memory and of managed memory (CUDA 13), each rule as NVIDIA's driver
+// 580 answered on an H200 (build-gsamples/poolprobe.c of 2026-11-26).
+TEST_F(MemPool, HostAndManagedPools) {
+  constexpr auto kPinned = CU_MEM_ALLOCATION_TYPE_PINNED;
+  constexpr auto kManaged = CU_MEM_ALLOCATION_TYPE_MANAGED;
+  CUmemoryPool hp = nullptr, mp = nullptr, mpn = nullptr, x = nullptr;
+  CUmemPoolProps p = located_props(kPinned, CU_MEM_LOCATION_TYPE_HOST, 7);  // the id is ignored
+  ASSERT_OK(cuMemPoolCreate(&hp, &p));
+  p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;  // host pools are not IPC capable
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&x, &p));
+  p = located_props(kPinned, CU_MEM_LOCATION_TYPE_HOST_NUMA, 99999);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&x, &p));
+  p = located_props(kManaged, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+  ASSERT_OK(cuMemPoolCreate(&mp, &p));
+  p = located_props(kManaged, CU_MEM_LOCATION_TYPE_NONE, 0);
+  ASSERT_OK(cuMemPoolCreate(&mpn, &p));
+  p = located_props(kManaged, CU_MEM_LOCATION_TYPE_DEVICE, 9999);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&x, &p));
+  p = located_props(kManaged, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+  p.maxSize = kMiB;  // managed pools have no maximum size
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&x, &p));
+  p.maxSize = 0;
+  p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&x, &p));
+
+  // Default pools: one per location and type, none for pinned memory without a location, and
+  // none of them can be destroyed.
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0}, host3{CU_MEM_LOCATION_TYPE_HOST, 3};
+  CUmemLocation none{CU_MEM_LOCATION_TYPE_NONE, 0}, device{CU_MEM_LOCATION_TYPE_DEVICE, dev};
+  CUmemoryPool dh = nullptr, dh3 = nullptr, dm = nullptr, dmn = nullptr, dd = nullptr, g = nullptr;
+  ASSERT_OK(cuMemGetDefaultMemPool(&dh, &host, kPinned));
+  ASSERT_OK(cuMemGetDefaultMemPool(&dh3, &host3, kPinned));
+  EXPECT_EQ(dh, dh3);
+  ASSERT_OK(cuMemGetDefaultMemPool(&dm, &device, kManaged));
+  ASSERT_OK(cuMemGetDefaultMemPool(&dmn, &none, kManaged));
+  ASSERT_OK(cuMemGetDefaultMemPool(&dd, &device, kPinned));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetDefaultMemPool(&x, &none, kPinned));
+  EXPECT_NE(dh, dm);
+  EXPECT_NE(dm, dmn);
+  EXPECT_NE(dm, dd);
+  ASSERT_OK(cuMemGetMemPool(&g, &host, kPinned));
+  EXPECT_EQ(g, dh);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dh));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dm));
+
+  // Current pools: only a pool of that location and type.
+  ASSERT_OK(cuMemSetMemPool(&host, kPinned, hp));
+  ASSERT_OK(cuMemGetMemPool(&g, &host, kPinned));
+  EXPECT_EQ(g, hp);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetMemPool(&host, kPinned, mp));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetMemPool(&device, kPinned, hp));
+  ASSERT_OK(cuMemSetMemPool(&device, kManaged, mp));
+  ASSERT_OK(cuMemGetMemPool(&g, &device, kManaged));
+  EXPECT_EQ(g, mp);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceSetMemPool(dev, hp));
+  ASSERT_OK(cuMemSetMemPool(&device, kManaged, dm));  // back to the default
+
+  // Access: devices have none until granted; the host reads and writes a host pool.
+  CUmemAccess_flags f{};
+  ASSERT_OK(cuMemPoolGetAccess(&f, hp, &device));
+  EXPECT_EQ(f, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  ASSERT_OK(cuMemPoolGetAccess(&f, hp, &host));
+  EXPECT_EQ(f, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  ASSERT_OK(cuMemPoolGetAccess(&f, mp, &device));
+  EXPECT_EQ(f, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  CUmemAccessDesc grant{{CU_MEM_LOCATION_TYPE_DEVICE, dev}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  ASSERT_OK(cuMemPoolSetAccess(hp, &grant, 1));
+  ASSERT_OK(cuMemPoolGetAccess(&f, hp, &device));
+  EXPECT_EQ(f, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+
+  // Allocations: host memory (HOST memory type) and managed memory, from streams of the
+  // device, both written by the host.
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr a = 0, b = 0, c = 0;
+  ASSERT_OK(cuMemAllocFromPoolAsync(&a, 1000, hp, s));
+  ASSERT_OK(cuMemAllocFromPoolAsync(&b, 1000, mp, s));
+  ASSERT_OK(cuMemAllocFromPoolAsync(&c, 1000, mpn, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  unsigned type = 0;
+  int managed = -1;
+  CUmemoryPool owner = nullptr;
+  ASSERT_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a));
+  ASSERT_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, a));
+  ASSERT_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, a));
+  EXPECT_EQ(type, unsigned{CU_MEMORYTYPE_HOST});
+  EXPECT_EQ(managed, 0);
+  EXPECT_EQ(owner, hp);
+  ASSERT_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, b));
+  ASSERT_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, b));
+  ASSERT_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, b));
+  EXPECT_EQ(type, unsigned{CU_MEMORYTYPE_DEVICE});
+  EXPECT_EQ(managed, 1);
+  EXPECT_EQ(owner, mp);
+  reinterpret_cast<volatile int*>(a)[3] = 7;
+  reinterpret_cast<volatile int*>(b)[3] = 8;
+  reinterpret_cast<volatile int*>(c)[3] = 9;
+  EXPECT_EQ(attr64(hp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) >= 1000, true);
+  EXPECT_EQ(attr64(mp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) >= 1000, true);
+  // A host pool's block is not cuMemFreeHost's; a managed one goes back with cuMemFree.
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeHost(reinterpret_cast<void*>(a)));
+  ASSERT_OK(cuMemFree_v2(b));
+  ASSERT_OK(cuMemFreeAsync(a, s));
+  ASSERT_OK(cuMemFreeAsync(c, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_EQ(attr64(hp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  EXPECT_EQ(attr64(mp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  cuuint64_t shared = 0;
+  EXPECT_CU(
+      CUDA_ERROR_INVALID_VALUE,
+      cuMemPoolExportToShareableHandle(&shared, hp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  ASSERT_OK(cuMemPoolTrimTo(hp, 0));
+  ASSERT_OK(cuMemSetMemPool(&host, kPinned, dh));
+  ASSERT_OK(cuMemPoolDestroy(hp));
+  ASSERT_OK(cuMemPoolDestroy(mp));
+  ASSERT_OK(cuMemPoolDestroy(mpn));
+  ASSERT_OK(cuStreamDestroy_v2(s));
+}
+
 TEST_F(MemPool, ErrorCases) {
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, 0));

@@ -26,8 +26,8 @@ TEST_F(Pointer, DeviceMemory) {
     EXPECT_EQ(get<unsigned>(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at), unsigned{CU_MEMORYTYPE_DEVICE});
     EXPECT_EQ(get<CUdeviceptr>(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, at), at);
     EXPECT_EQ(get<int>(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, at), dev);
-    EXPECT_FALSE(get<bool>(CU_POINTER_ATTRIBUTE_IS_MANAGED, at));
-    EXPECT_TRUE(get<bool>(CU_POINTER_ATTRIBUTE_MAPPED, at));
+    EXPECT_FALSE(get<int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, at));
+    EXPECT_TRUE(get<int>(CU_POINTER_ATTRIBUTE_MAPPED, at));
     EXPECT_EQ(get<void*>(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, at), reinterpret_cast<void*>(p));
     EXPECT_EQ(get<size_t>(CU_POINTER_ATTRIBUTE_RANGE_SIZE, at), n);
     // oracle: verify on NVIDIA (cuMemAlloc memory: no shareable handle types, read-write access).
@@ -36,16 +36,16 @@ TEST_F(Pointer, DeviceMemory) {
     // lacks the CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS enum).
     EXPECT_EQ(get<unsigned long long>(CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, at), 0x3u);
     // cuMemAlloc memory is decompression-capable on devices that have the engine.
-    (void)get<bool>(CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE, at);
+    (void)get<int>(CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE, at);
     EXPECT_EQ(get<CUmemoryPool>(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, at), nullptr);
     // The mapping holding the allocation covers it.
     const auto map_base = get<CUdeviceptr>(CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, at);
     const auto map_size = get<size_t>(CU_POINTER_ATTRIBUTE_MAPPING_SIZE, at);
     EXPECT_LE(map_base, p);
     EXPECT_GE(map_base + map_size, p + n);
-    (void)get<bool>(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, at);
-    (void)get<bool>(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, at);
-    (void)get<bool>(CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, at);
+    (void)get<int>(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, at);
+    (void)get<int>(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, at);
+    (void)get<int>(CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, at);
   }
   // Ids: the same for every address of one allocation, different between allocations.
   const auto id_p = get<unsigned long long>(CU_POINTER_ATTRIBUTE_BUFFER_ID, p);
@@ -77,7 +77,7 @@ TEST_F(Pointer, PinnedAndManagedMemory) {
   EXPECT_EQ(get<void*>(CU_POINTER_ATTRIBUTE_HOST_POINTER, hp + 8), h + 8);
   EXPECT_EQ(get<CUdeviceptr>(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, hp + 8), mapped);
   EXPECT_EQ(get<CUcontext>(CU_POINTER_ATTRIBUTE_CONTEXT, hp), ctx);
-  EXPECT_FALSE(get<bool>(CU_POINTER_ATTRIBUTE_IS_MANAGED, hp));
+  EXPECT_FALSE(get<int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, hp));
   EXPECT_EQ(get<size_t>(CU_POINTER_ATTRIBUTE_RANGE_SIZE, hp + 100), 4096u);
 
   std::vector<char> reg(8192);
@@ -90,7 +90,7 @@ TEST_F(Pointer, PinnedAndManagedMemory) {
 
   CUdeviceptr m = 0;
   ASSERT_OK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL));
-  EXPECT_TRUE(get<bool>(CU_POINTER_ATTRIBUTE_IS_MANAGED, m + 4));
+  EXPECT_TRUE(get<int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, m + 4));
   EXPECT_EQ(get<void*>(CU_POINTER_ATTRIBUTE_HOST_POINTER, m + 4), reinterpret_cast<void*>(m + 4));
   EXPECT_EQ(get<CUdeviceptr>(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, m + 4), m + 4);
   EXPECT_EQ(get<int>(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, m), dev);
@@ -119,6 +119,34 @@ const std::vector<CUpointer_attribute> kEveryAnsweredAttribute = {
     CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID,
     CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE};
 
+TEST_F(Pointer, BooleanAttributesAreFourByteInts) {
+  // CUDA documents them as booleans; NVIDIA's driver 580 writes 4 bytes (an int), so a caller
+  // reading an int must see 0 or 1 in all of it.
+  CUdeviceptr p = 0, m = 0;
+  ASSERT_OK(cuMemAlloc_v2(&p, 256));
+  ASSERT_OK(cuMemAllocManaged(&m, 256, CU_MEM_ATTACH_GLOBAL));
+  for (CUpointer_attribute a :
+       {CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, CU_POINTER_ATTRIBUTE_MAPPED,
+        CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
+        CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE}) {
+    for (CUdeviceptr at : {p, m}) {
+      unsigned char bytes[8];
+      std::memset(bytes, 0xAA, sizeof bytes);
+      ASSERT_OK(cuPointerGetAttribute(bytes, a, at)) << "attribute " << a;
+      EXPECT_TRUE(bytes[0] == 0 || bytes[0] == 1) << "attribute " << a;
+      EXPECT_EQ(bytes[1], 0) << "attribute " << a;
+      EXPECT_EQ(bytes[2], 0) << "attribute " << a;
+      EXPECT_EQ(bytes[3], 0) << "attribute " << a;
+      EXPECT_EQ(bytes[4], 0xAA) << "attribute " << a;
+    }
+  }
+  EXPECT_EQ(get<int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, m), 1);
+  EXPECT_EQ(get<int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, p), 0);
+  ASSERT_OK(cuMemFree_v2(p));
+  ASSERT_OK(cuMemFree_v2(m));
+}
+
 TEST_F(Pointer, UnknownMemory) {
   int on_stack = 0;
   const auto p = reinterpret_cast<CUdeviceptr>(&on_stack);
@@ -133,7 +161,7 @@ TEST_F(Pointer, UnknownMemory) {
   CUcontext c = reinterpret_cast<CUcontext>(0x1);
   unsigned type = 99;
   int ordinal = 99;
-  bool managed = true;
+  int managed = 1;  // NVIDIA's driver writes "boolean" attributes as 4-byte ints
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                  CU_POINTER_ATTRIBUTE_IS_MANAGED};
