@@ -512,5 +512,38 @@ extern "C" __global__ void warp_max(const double* in, double* out) {
   EXPECT_EQ(out[1], 9.0);
 }
 
+TEST_F(MockLanguage, ClockSpinWaitsAcrossABlockEndAndClocksOnlyGrow) {
+  // NVIDIA's samples wait with `while (clock() - start < n)` in every thread. The mock runs a
+  // block's threads one after another, so its clock advances at least 1024 cycles per reading
+  // (backends/mock.md): each thread still sees a delta of at least n and a clock that grows.
+  auto m = build(R"(
+extern "C" __global__ void spin(long long cycles, long long* waited, int* grew) {
+  const long long start = clock64();
+  long long now = start, last = start;
+  bool monotonic = true;
+  while (now - start < cycles) {
+    now = clock64();
+    monotonic = monotonic && now > last;
+    last = now;
+  }
+  const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  waited[t] = now - start;
+  grew[t] = monotonic;
+}
+)");
+  ASSERT_TRUE(m);
+  constexpr int kThreads = 4 * 256;
+  auto* waited = dev<long long>(kThreads);
+  auto* grew = dev<int>(kThreads);
+  auto q = queue();
+  constexpr long long kCycles = 2000000;  // 1 ms at 2 GHz on a GPU, per thread
+  ASSERT_EQ(launch(*q, m->function("spin"), {4}, {256}, 0, kCycles, waited, grew), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_GE(waited[t], kCycles) << t;
+    EXPECT_EQ(grew[t], 1) << t;
+  }
+}
+
 }  // namespace
 }  // namespace cudamux::mock::test

@@ -648,7 +648,24 @@ CUDAMUX_DEVICE_EXPORT void cudamux_nanosleep(unsigned ns) {
   while (clock::now() < end) sched_yield();
 }
 
+// The SM clock (clock(), clock64(), %clock64): nanoseconds of the steady clock plus, for each
+// reading, kClockStepPerRead more. A GPU's resident threads spin on the clock together, so a
+// block of N threads each waiting T cycles takes about T; the mock runs a block's threads one
+// after another, and without the step such a block took N * T (NVIDIA's graphMemoryFootprint
+// sample: minutes). With it a spin-wait ends after about T / kClockStepPerRead readings, while
+// every thread still sees its clock only grow and deltas at least as large as the time that
+// passed. %globaltimer stays real nanoseconds.
+constexpr unsigned long long kClockStepPerRead = 1024;
+
 CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_clock64(void) {
+  static thread_local unsigned long long skew = 0;
+  skew += kClockStepPerRead;
+  return static_cast<unsigned long long>(
+             std::chrono::steady_clock::now().time_since_epoch().count()) +
+         skew;
+}
+
+CUDAMUX_DEVICE_EXPORT unsigned long long cudamux_globaltimer(void) {
   return static_cast<unsigned long long>(
       std::chrono::steady_clock::now().time_since_epoch().count());
 }

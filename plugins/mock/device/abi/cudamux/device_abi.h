@@ -32,8 +32,9 @@ typedef struct cudamux_kernel_desc {
   // launcher allocates this much in front of cudamux_dyn_shared. 0 for NVRTC kernels, whose
   // __shared__ variables are thread_local statics.
   unsigned static_shared_bytes;
-  // Of those, the bytes this kernel's own .shared variables take (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-  // and occupancy): kernels of one module overlap their variables in the window.
+  // Of those, the bytes this kernel's own .shared variables take
+  // (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES and occupancy): kernels of one module overlap their
+  // variables in the window.
   unsigned static_shared_used;
 } cudamux_kernel_desc;
 
@@ -71,7 +72,7 @@ typedef struct cudamux_launch {
   cudamux_u3 block;
   // Shared by all blocks of the launch: nonzero = skip/stop. Accessed with __atomic builtins.
   volatile int* abort;
-  unsigned flags;       // the kernel's CUDAMUX_KERNEL_* flags
+  unsigned flags;  // the kernel's CUDAMUX_KERNEL_* flags
   // For fault and memcheck reports (issue 9): the kernel (its symbol names it), the sizes of
   // the argument buffer and of the dynamic shared memory every block gets.
   const void* kernel_fn;
@@ -124,6 +125,7 @@ void cudamux_assert_fail(const char* expression, const char* file, unsigned line
 // Aborts the launch with CUDA_ERROR_ILLEGAL_ADDRESS-like codes from helper code.
 void cudamux_trap(void);
 unsigned long long cudamux_clock64(void);
+unsigned long long cudamux_globaltimer(void);  // nanoseconds, steady
 // cudaGraphSetConditional (issue 16): sets the value of a conditional graph node's handle
 // (a CUgraphConditionalHandle of the core). The entry PTX-compiled code calls too.
 void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);

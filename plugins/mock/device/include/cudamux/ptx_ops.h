@@ -1901,7 +1901,7 @@ inline u32 lanemask(int kind) {
   }
 }
 inline u64 clock64() { return cudamux_clock64(); }
-inline u64 globaltimer() { return cudamux_clock64(); }  // the runtime's clock counts nanoseconds
+inline u64 globaltimer() { return cudamux_globaltimer(); }  // real nanoseconds
 inline u32 smid() { return 0; }  // blocks run on host threads; one SM id keeps %smid < %nsmid
 inline u32 nsmid() { return 1; }
 
