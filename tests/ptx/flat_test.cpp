@@ -409,4 +409,34 @@ TEST_F(Flat, TrapInOneThreadFailsTheLaunch) {
   EXPECT_NE(r[1].find("trap"), std::string::npos) << r[1];
 }
 
+// Past 2^31 threads in a grid dimension (blockIdx.x * blockDim.x = 2^31) the twin runs the
+// kernel as written for each thread, where 32-bit thread indices wrap as PTX says: the same
+// results. write2d's i = (blockIdx.x * 4 + y) * 8 + x wraps to the thread's index in the block.
+TEST_F(Flat, BlocksPastTwoToTheThirtyFirstThreads) {
+  const unsigned bx = 8, by = 4, block = 1u << 28;
+  const auto r = both<std::vector<unsigned>>("write2d", [&](const cudamux_kernel_desc* k) {
+    std::vector<unsigned> out(bx * by, 0);
+    const auto base = reinterpret_cast<unsigned long long>(out.data());
+    std::vector<unsigned char> buf(k->args_size + 1);
+    std::memcpy(buf.data() + k->param_offsets[0], &base, sizeof base);
+    volatile int abort_flag = 0;
+    cudamux_launch L{};
+    L.loop = k->loop;
+    L.args = buf.data();
+    L.grid = {block + 1, 1, 1};
+    L.block = {bx, by, 1};
+    L.abort = &abort_flag;
+    L.flags = k->flags;
+    L.kernel_fn = k->fn;
+    L.args_size = k->args_size;
+    alignas(64) static unsigned char shared[1024];
+    char msg[256] = {};
+    EXPECT_EQ(cudamux_run_block(&L, cudamux_u3{block, 0, 0}, shared, msg, sizeof msg), 0) << msg;
+    return out;
+  });
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], r[1]);
+  for (unsigned t = 0; t < bx * by; ++t) ASSERT_EQ(r[1][t], t) << t;
+}
+
 }  // namespace
