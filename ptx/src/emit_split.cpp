@@ -430,14 +430,11 @@ bool pure_source(const Function& f, const Operand& o, const std::vector<bool>& r
 
 bool flattenable(const Function& f) {
   if (!f.is_entry || !f.has_body) return false;
-  for (const auto& in : f.body) switch (in.op) {
-      case Opcode::alloca:
-      case Opcode::stacksave:
-      case Opcode::stackrestore:
-        return false;  // the thread's allocations would live on until the block ends
-      default:
-        break;
-    }
+  for (const auto& in : f.body) {
+    // A thread's allocations would live on in the twin's frame until the block ends.
+    if (in.op == Opcode::alloca || in.op == Opcode::stacksave || in.op == Opcode::stackrestore)
+      return false;
+  }
   return true;
 }
 

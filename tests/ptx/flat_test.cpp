@@ -230,6 +230,8 @@ TEST_F(Flat, TwinsOnlyWhereAsked) {
     }
     // An indirect call may reach anything (a barrier): the kernel stays on fibers, as before.
     EXPECT_NE(s.find("::cudamux::detail::entry<&cudamux_e_indirect, 0u>"), std::string::npos);
+    // alloca: the thread loop, as before.
+    EXPECT_NE(s.find("::cudamux::detail::entry<&cudamux_e_with_alloca, 1u>"), std::string::npos);
   }
 }
 
@@ -437,6 +439,19 @@ TEST_F(Flat, BlocksPastTwoToTheThirtyFirstThreads) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0], r[1]);
   for (unsigned t = 0; t < bx * by; ++t) ASSERT_EQ(r[1][t], t) << t;
+}
+
+TEST_F(Flat, AllocaKeepsTheThreadLoop) {
+  const auto r = both<std::vector<int>>(
+      "with_alloca",
+      [&](const cudamux_kernel_desc* k) {
+        std::vector<int> out(64, 0);
+        EXPECT_EQ(launch(k, {2, 1, 1}, {32, 1, 1}, {ptr(out.data()), arg(5)}, 0), 0);
+        return out;
+      },
+      false);
+  ASSERT_EQ(r.size(), 2u);
+  for (unsigned i = 0; i < 64; ++i) ASSERT_EQ(r[1][i], 4 * static_cast<int>(i)) << i;
 }
 
 }  // namespace

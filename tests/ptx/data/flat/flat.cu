@@ -102,3 +102,12 @@ extern "C" __global__ void write2d(int* out) {
   const unsigned i = blockIdx.x * blockDim.x * blockDim.y + t;
   out[i] = static_cast<int>(i);
 }
+
+// Per-thread stack allocation: no flat twin (a thread's allocations would pile up in the
+// twin's frame); the kernel keeps the thread loop.
+extern "C" __global__ void with_alloca(int* out, int n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  int* tmp = static_cast<int*>(alloca(n * sizeof(int)));
+  for (int k = 0; k < n; ++k) tmp[k] = k * static_cast<int>(i);
+  out[i] = tmp[n - 1];
+}
