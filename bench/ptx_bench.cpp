@@ -5,7 +5,8 @@
 //   * 256-thread block sum reduction with bar.sync            (target >= 0.25x)
 //   * 512x512 16x16-tiled matmul vs the same tiling in C++     (target >= 0.5x)
 // Each barrier kernel also runs with barrier splitting off ([mock] fission = false: fibers),
-// to show what splitting buys. Run: build/bin/cudamux_bench_ptx
+// to show what splitting buys, and SAXPY also without its flat twin (CUDAMUX_MOCK_PTX_FLAT=0:
+// the kernel as written in the thunk's thread loop). Run: build/bin/cudamux_bench_ptx
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <spdlog/sinks/null_sink.h>
@@ -92,6 +93,21 @@ Env& fiber_env() {
   static Env e("fission = false\n");
   return e;
 }
+// The mock reads CUDAMUX_MOCK_PTX_FLAT when the backend is created.
+Env& thread_loop_env() {
+  static Env* e = [] {
+    const char* was = std::getenv("CUDAMUX_MOCK_PTX_FLAT");
+    const std::string saved = was ? was : "";
+    setenv("CUDAMUX_MOCK_PTX_FLAT", "0", 1);
+    auto* env = new Env;
+    if (was)
+      setenv("CUDAMUX_MOCK_PTX_FLAT", saved.c_str(), 1);
+    else
+      unsetenv("CUDAMUX_MOCK_PTX_FLAT");
+    return env;
+  }();
+  return *e;
+}
 
 // CPU time of the whole process (all threads): on a machine shared with other work, wall
 // time penalises long runs (the scheduler's share shrinks), so both ratios are printed.
@@ -122,8 +138,7 @@ void parallel_for(std::size_t n, F f) {
 
 constexpr unsigned kSaxpyN = 1u << 24;
 
-void BM_Saxpy_Ptx(benchmark::State& state) {
-  auto& e = split_env();
+void saxpy_ptx(benchmark::State& state, Env& e) {
   float *x = nullptr, *y = nullptr;
   e.ctx->allocate(kSaxpyN * 4, reinterpret_cast<void**>(&x));
   e.ctx->allocate(kSaxpyN * 4, reinterpret_cast<void**>(&y));
@@ -136,6 +151,8 @@ void BM_Saxpy_Ptx(benchmark::State& state) {
   e.ctx->free(x);
   e.ctx->free(y);
 }
+void BM_Saxpy_Ptx(benchmark::State& state) { saxpy_ptx(state, split_env()); }
+void BM_Saxpy_PtxThreadLoop(benchmark::State& state) { saxpy_ptx(state, thread_loop_env()); }
 void BM_Saxpy_Baseline(benchmark::State& state) {
   std::vector<float> x(kSaxpyN, 1.0f), y(kSaxpyN, 2.0f);
   CpuMeter meter{state};
@@ -230,6 +247,7 @@ void BM_Matmul_Baseline(benchmark::State& state) {
 
 BENCHMARK(BM_Saxpy_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Saxpy_Ptx)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_Saxpy_PtxThreadLoop)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_Ptx)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_PtxFibers)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
@@ -252,7 +270,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::Finalize();
     std::printf("\nPTX kernels on the mock, speed relative to plain %u-thread C++ (same run):\n",
                 cores());
-    ratio("SAXPY 2^24 floats", "BM_Saxpy", "_Ptx", 0.8);
+    ratio("SAXPY 2^24 floats (flat twin)", "BM_Saxpy", "_Ptx", 0.8);
+    ratio("SAXPY, thread loop (flat twin off)", "BM_Saxpy", "_PtxThreadLoop", 0);
     ratio("block sum, 256 threads, bar.sync (split)", "BM_BlockSum", "_Ptx", 0.25);
     ratio("block sum, fibers (splitting off)", "BM_BlockSum", "_PtxFibers", 0);
     ratio("512x512 tiled matmul vs same tiling (split)", "BM_Matmul", "_Ptx", 0.5);

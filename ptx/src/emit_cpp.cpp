@@ -442,7 +442,7 @@ class Emitter {
   void emit_extern_wrapper(std::size_t fi);
   void emit_registration();
   void emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
-                       const std::vector<std::vector<std::uint32_t>>& labels_at);
+                       const std::vector<std::vector<std::uint32_t>>& labels_at, bool flat);
   std::string fn_name(std::size_t fi) const { return fn_names_[fi]; }
   std::string fn_signature(std::size_t fi, const std::string& name) const;
 
@@ -1039,18 +1039,25 @@ void Emitter::emit_function(std::size_t fi) {
   // Yield points are stops of the split twin (a spinning thread parks for one pass).
   if (f.is_entry && opt_.split_barriers && !(func_exit_ && calls) &&
       detail::splittable(m_, fi, reaches_sync_, yield_before_[fi]))
-    emit_split_twin(fi, stmts, labels_at);
+    emit_split_twin(fi, stmts, labels_at, false);
+  else if (f.is_entry && opt_.flat_kernels && !opt_.library && !reaches_sync_[fi] &&
+           detail::flattenable(f))
+    emit_split_twin(fi, stmts, labels_at, true);  // barrier-free: one loop over the threads
   f_ = nullptr;
 }
 
-// Barrier splitting (emit_split.cpp): hands over this function's translation.
+// Barrier splitting (emit_split.cpp): hands over this function's translation. flat: the
+// kernel reaches no barrier, its twin is a plain loop over the block's threads (emit_flat).
 void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
-                              const std::vector<std::vector<std::uint32_t>>& labels_at) {
+                              const std::vector<std::vector<std::uint32_t>>& labels_at, bool flat) {
   const auto& f = m_.functions[fi];
   detail::SplitKernel k;
   k.f = &f;
-  for (std::size_t p = 0; p < f.params.size(); ++p)
+  for (std::size_t p = 0; p < f.params.size(); ++p) {
     k.params += (p ? ", " : "") + entry_param_type(f.params[p]) + " kp" + std::to_string(p);
+    k.args += (p ? ", kp" : "kp") + std::to_string(p);
+  }
+  k.kernel = fn_names_[fi];
   k.prologue =
       "  using namespace ::cudamux_ptx_rt;\n  [[maybe_unused]] char* const cudamux_w = "
       "static_cast<char*>(cudamux_dyn_shared) - " +
@@ -1071,8 +1078,8 @@ void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& st
   k.addr = [this](const Operand& a, Space sp) { return addr(a, sp); };
   k.line = [this](const SourceLoc& l) { return line(l); };
   twins_.resize(m_.functions.size());
-  twins_[fi] = "cudamux_split_" + std::to_string(fi);
-  o_ << detail::emit_split(k, twins_[fi]);
+  twins_[fi] = (flat ? "cudamux_flat_" : "cudamux_split_") + std::to_string(fi);
+  o_ << (flat ? detail::emit_flat(k, twins_[fi]) : detail::emit_split(k, twins_[fi]));
 }
 
 // ---- operands --------------------------------------------------------------------------------
@@ -2525,7 +2532,7 @@ void Emitter::emit_registration() {
       threads = 1;
       for (int k = 0; k < 3; ++k) threads *= d[k] ? d[k] : 1;
     }
-    // CUDAMUX_KERNEL_NO_BARRIERS; a split twin runs the block: | CUDAMUX_KERNEL_PER_BLOCK
+    // CUDAMUX_KERNEL_NO_BARRIERS; a split or flat twin runs the block: | CUDAMUX_KERNEL_PER_BLOCK
     const bool split = fi < twins_.size() && !twins_[fi].empty();
     const unsigned flags = split ? 3u : reaches_sync_[fi] ? 0u : 1u;
     o_ << "static const cudamux_kernel_desc " << var << " = ::cudamux::detail::entry<&"

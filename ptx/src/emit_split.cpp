@@ -428,6 +428,103 @@ bool pure_source(const Function& f, const Operand& o, const std::vector<bool>& r
 
 }  // namespace
 
+bool flattenable(const Function& f) {
+  if (!f.is_entry || !f.has_body) return false;
+  for (const auto& in : f.body) {
+    // A thread's allocations would live on in the twin's frame until the block ends.
+    if (in.op == Opcode::alloca || in.op == Opcode::stacksave || in.op == Opcode::stackrestore)
+      return false;
+  }
+  return true;
+}
+
+// A kernel that reaches no barrier, collective or yield point runs each thread from start to
+// exit, in linear order: exactly what the thunk's thread loop does with the kernel as written,
+// but here the body is inlined into the loop with threadIdx a local instead of a TLS store per
+// thread, and compiled without -fnon-call-exceptions (as split twins are: nothing to clean up,
+// so a fault still unwinds by the CFI alone), so g++ can if-convert and vectorise across
+// threadIdx.x.
+std::string emit_flat(const SplitKernel& k, const std::string& twin) {
+  const Function& f = *k.f;
+  const std::size_t n_ins = f.body.size();
+  const bool tls = reads_tls_thread(f);
+  std::ostringstream o;
+  o << "#pragma GCC push_options\n#pragma GCC optimize(\"no-non-call-exceptions\")\n";
+  // AMD Zen 1-3 (GCC's -march=native names them) microcode AVX2's masked stores (vpmaskmov,
+  // one every ~10 cycles): there, a guarded store (`if (i < n) y[i] = ...`) if-converted into
+  // a vectorised loop made SAXPY ~2x slower than the scalar loop (performance.md, "Flat twins").
+  // Loops without guarded code still vectorise.
+  o << "#if defined(__znver1__) || defined(__znver2__) || defined(__znver3__)\n"
+       "#pragma GCC optimize(\"no-tree-loop-if-convert\")\n"
+       "#endif\n";
+  o << "static __attribute__((used)) void " << twin << "(" << k.params << ") {\n";
+  o << k.prologue;
+  // Geometry as locals: stores through pointers could alias the thread-local variables, which
+  // would be reloaded for every thread.
+  o << "  const uint3 cudamux_bd = ::blockDim;\n"
+       "  [[maybe_unused]] const uint3 blockDim = cudamux_bd;\n"
+       "  [[maybe_unused]] const uint3 blockIdx = ::blockIdx;\n"
+       "  [[maybe_unused]] const uint3 gridDim = ::gridDim;\n"
+       // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp).
+       "  if (cudamux_bd.x * cudamux_bd.y * cudamux_bd.z > 1024u || cudamux_bd.x > 1024u || "
+       "cudamux_bd.y > 1024u || cudamux_bd.z > 1024u)\n    __builtin_unreachable();\n";
+  // One thread from start to exit: `ret`, `exit` and the traps' `return` end the thread.
+  o << "  const auto cudamux_thread = [=](const uint3 cudamux_tid) __attribute__((always_inline)) "
+       "{\n";
+  // Calls, trap and %laneid/%warpid read the thread-local threadIdx (the callee, printf's and
+  // assert's reports, the runtime).
+  if (tls) o << "    ::threadIdx = cudamux_tid;\n    CUDAMUX_THREAD_STORED();\n";
+  o << "    [[maybe_unused]] const uint3 threadIdx = cudamux_tid;\n";
+  if (k.uses_carry) o << "    [[maybe_unused]] bool cudamux_carry = false;\n";
+  for (std::size_t r = 0; r < f.registers.size(); ++r) {
+    o << "    [[maybe_unused]] " << k.reg_storage[r] << " " << k.reg_names[r];
+    if (f.registers[r].vec > 1) o << "[" << unsigned(f.registers[r].vec) << "]";
+    o << "{};\n";
+  }
+  for (std::size_t l = 0; l < f.locals.size(); ++l) {
+    if (f.locals[l].space == Space::shared) continue;
+    o << "    [[maybe_unused]] alignas(" << k.local_align[l] << ") unsigned char "
+      << k.local_names[l] << "[" << k.local_size[l] << "];\n";
+  }
+  for (std::size_t i = 0; i < n_ins; ++i) {
+    for (auto l : k.labels_at[i]) o << "L_" << l << ":;\n";
+    const auto& in = f.body[i];
+    o << k.line(in.loc);
+    if (in.guarded && in.guard_reg < k.reg_names.size())
+      o << "if (" << (in.guard_negated ? "!" : "") << k.reg_names[in.guard_reg] << ") { "
+        << k.stmts[i] << " }\n";
+    else
+      o << k.stmts[i] << "\n";
+  }
+  for (auto l : k.labels_at[n_ins]) o << "L_" << l << ":;\n";
+  o << "  };\n";
+  // Linear thread order, the innermost loop over threadIdx.x (the one g++ vectorises). When
+  // no blockIdx * blockDim product reaches 2^31 - 4096 (every grid of fewer than 2^31 threads
+  // per dimension), `blockIdx.c * blockDim.c + threadIdx.c` wraps neither as u32 nor as s32:
+  // g++ learns it from the test and sees the usual thread-indexed addresses as affine (zero- or
+  // sign-extended), so the loop vectorises. Larger grids run the kernel as written, per thread
+  // with threadIdx in TLS, as the thunk's loop does (no second inlined copy of the body).
+  o << "  if (blockIdx.x * cudamux_bd.x <= 0x7ffff000u && blockIdx.y * cudamux_bd.y <= "
+       "0x7ffff000u && blockIdx.z * cudamux_bd.z <= 0x7ffff000u) {\n"
+       "    for (unsigned z = 0; z < cudamux_bd.z; ++z)\n"
+       "      for (unsigned y = 0; y < cudamux_bd.y; ++y)\n"
+       "        for (unsigned x = 0; x < cudamux_bd.x; ++x)\n"
+       "          cudamux_thread(uint3{x, y, z});\n"
+       "    return;\n"
+       "  }\n"
+       "  for (unsigned z = 0; z < cudamux_bd.z; ++z)\n"
+       "    for (unsigned y = 0; y < cudamux_bd.y; ++y)\n"
+       "      for (unsigned x = 0; x < cudamux_bd.x; ++x) {\n"
+       "        ::threadIdx = uint3{x, y, z};\n"
+       "        CUDAMUX_THREAD_STORED();\n"
+       "        "
+    << k.kernel << "(" << k.args << ");\n"
+    << "      }\n"
+       "}\n"
+       "#pragma GCC pop_options\n";
+  return o.str();
+}
+
 std::string emit_split(const SplitKernel& k, const std::string& twin) {
   const Function& f = *k.f;
   const Cfg cfg = build_cfg(f);

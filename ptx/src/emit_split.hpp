@@ -22,10 +22,17 @@ namespace cudamux::ptx::detail {
 bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reaches_sync,
                 const std::vector<bool>& yields = {});
 
+// Whether barrier-free kernel `f` can run as a flat twin (a loop over the block's threads in
+// one frame): not with per-thread stack allocation (alloca/stacksave), which would pile up
+// over the loop's threads.
+bool flattenable(const Function& f);
+
 struct SplitKernel {
   const Function* f = nullptr;
   std::string params;    // the kernel's parameter list, as in its definition ("u64 kp0, ...")
   std::string prologue;  // statements every function body starts with (cudamux_w ...)
+  std::string kernel;    // the kernel as written (its C++ name), and its call's arguments
+  std::string args;      // ("kp0, kp1, ...")
   bool uses_carry = false;
   std::vector<std::string> reg_names, reg_storage;  // per Function::registers
   std::vector<std::string> local_names;             // per Function::locals
@@ -41,5 +48,10 @@ struct SplitKernel {
 
 // The twin's definition (a static function named `twin`, the kernel's parameter types).
 std::string emit_split(const SplitKernel& k, const std::string& twin);
+
+// The flat twin of a kernel that reaches no barrier (flattenable): the body once per thread
+// in a z/y/x loop over the block, threadIdx a local (stored to TLS only for kernels that read
+// it there: calls, trap, %laneid...). Same parameters as emit_split.
+std::string emit_flat(const SplitKernel& k, const std::string& twin);
 
 }  // namespace cudamux::ptx::detail

@@ -1190,6 +1190,11 @@ CompilerSettings compiler_settings(const std::string& config_compiler,
   if (s.memcheck) s.ptx_lazy = false;
   if (const char* p = std::getenv("CUDAMUX_MOCK_PTX_PCH"); p != nullptr && *p != '\0')
     s.ptx_pch = std::string_view(p) != "0";
+  if (const char* p = std::getenv("CUDAMUX_MOCK_PTX_FLAT"); p != nullptr && *p != '\0')
+    s.ptx_flat = std::string_view(p) != "0";
+  // Memcheck's reports name the thread from the thread-local threadIdx, which flat twins
+  // store only for kernels that call out (as the NVRTC path's flat twins, off there too).
+  if (s.memcheck) s.ptx_flat = false;
   s.compiler = "g++";
   if (!config_compiler.empty()) s.compiler = config_compiler;
   if (const char* e = std::getenv("CUDAMUX_MOCK_CXX"); e != nullptr && *e != '\0') s.compiler = e;

@@ -53,6 +53,10 @@ struct CompilerSettings {
   // Code translated from PTX is compiled with a precompiled header of the prelude and
   // ptx_ops.h (built once into the cache folder); CUDAMUX_MOCK_PTX_PCH=0: without.
   bool ptx_pch = true;
+  // Barrier-free PTX kernels also get a flat twin (a loop over the block's threads with
+  // threadIdx a local, which g++ vectorises); CUDAMUX_MOCK_PTX_FLAT=0: the kernel as written in
+  // the thunk's thread loop. Off under memcheck (its reports read threadIdx from TLS).
+  bool ptx_flat = true;
   // CUDA C++ programs (NVRTC) are compiled with a precompiled prelude, built once per
   // compiler, CPU, headers and flags; CUDAMUX_MOCK_NVRTC_PCH=0: without.
   bool nvrtc_pch = true;

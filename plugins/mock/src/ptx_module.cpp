@@ -85,6 +85,8 @@ ptx::EmitOptions base_options(const MockCompiler& compiler) {
   // Barrier splitting follows loop fission's switch ([mock] fission, CUDAMUX_MOCK_FISSION; off
   // under memcheck, which must see every barrier).
   options.split_barriers = compiler.settings().fission;
+  // Barrier-free kernels: a flat twin (threadIdx a local; off under memcheck).
+  options.flat_kernels = compiler.settings().ptx_flat;
   return options;
 }
 

@@ -32,6 +32,10 @@ struct EmitOptions {
   // Only the module-wide facts (shared layout, kernel_shared_used), no source: what a loader
   // needs to answer kernel attributes without compiling.
   bool layout_only = false;
+  // Kernels that reach no barrier, warp collective or yield point also get a per-block "flat"
+  // twin: the body as a loop over the block's threads with threadIdx a local (no TLS store per
+  // thread), which g++ can vectorise. Off by default; the mock turns it on outside memcheck.
+  bool flat_kernels = false;
 };
 
 struct EmitResult {
