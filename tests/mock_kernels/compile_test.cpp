@@ -141,6 +141,86 @@ __global__ void third(int* p) { p[2] = 3; }
   EXPECT_EQ(m->function("S"), nullptr);
 }
 
+// Kernels are found in the program as the preprocessor leaves it: CuPy's partition kernels
+// open a `{` in both branches of an #if/#else, which unbalanced a scan of the text as written
+// and hid the kernel after them (CUDA_ERROR_NOT_FOUND).
+TEST_F(MockCompile, KernelsAfterBracesOpenedInBothIfBranchesAreFound) {
+  auto m = build(R"(
+#define WIDE 1
+extern "C" __global__ void before(int* p) {
+#if WIDE
+  if (p != nullptr) {
+    p[threadIdx.x] = 10;
+#else
+  if (p) {
+    p[threadIdx.x] = 20;
+#endif
+  }
+}
+extern "C" __global__ void after(int* p) { p[threadIdx.x] += 5; }
+)");
+  ASSERT_TRUE(m);
+  auto* before = m->function("before");
+  auto* after = m->function("after");
+  ASSERT_NE(before, nullptr);
+  ASSERT_NE(after, nullptr);
+  auto* p = dev<int>(4);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, before, {1}, {4}, 0, p), CUDA_SUCCESS);
+  ASSERT_EQ(launch(*q, after, {1}, {4}, 0, p), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(p[i], 15) << i;
+}
+
+// Kernels defined in an included header and produced by a macro are the program's too (NVIDIA
+// registers every kernel of the translation unit); the macro's __launch_bounds__ is kept.
+TEST_F(MockCompile, KernelsFromHeadersAndMacrosAreFound) {
+  const std::string header = R"(
+#pragma once
+extern "C" __global__ void from_header(int* p) { p[threadIdx.x] = 7; }
+#define MAKE_KERNEL(name, value) \
+  extern "C" __global__ void __launch_bounds__(64) name(int* p) { p[threadIdx.x] *= value; }
+)";
+  auto c = compile(R"(
+#include "kernels.h"
+MAKE_KERNEL(tripled, 3)
+#if 0
+extern "C" __global__ void never(int* p) { p[0] = 0; }
+#endif
+)",
+                   {}, {}, {{"kernels.h", header}});
+  ASSERT_TRUE(c.status.ok());
+  ASSERT_TRUE(c.result.success) << c.result.log;
+  std::unique_ptr<be::Module> m;
+  ASSERT_EQ(cu(ctx->load_module(be::native_image(c.result.image.data()), m)), CUDA_SUCCESS);
+  auto* from_header = m->function("from_header");
+  auto* tripled = m->function("tripled");
+  ASSERT_NE(from_header, nullptr);
+  ASSERT_NE(tripled, nullptr);
+  EXPECT_EQ(m->function("never"), nullptr);  // left out by the preprocessor
+  int bound = 0;
+  ASSERT_TRUE(tripled->attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, bound).ok());
+  EXPECT_EQ(bound, 64);
+  auto* p = dev<int>(8);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, from_header, {1}, {8}, 0, p), CUDA_SUCCESS);
+  ASSERT_EQ(launch(*q, tripled, {1}, {8}, 0, p), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(p[i], 21) << i;
+}
+
+// Diagnostics still name the user's file and line after preprocessing, and a header's
+// errors name the header.
+TEST_F(MockCompile, PreprocessedProgramErrorsNameTheUsersLines) {
+  auto c = compile("#if 1\n\n#endif\nextern \"C\" __global__ void k(int* p) {\n  p[0] = nope;\n}\n",
+                   {}, {}, {}, "prog.cu");
+  ASSERT_TRUE(c.status.ok());
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(c.result.log.find("prog.cu:5:"), std::string::npos) << c.result.log;
+  EXPECT_NE(c.result.log.find("nope"), std::string::npos) << c.result.log;
+  EXPECT_EQ(c.result.log.find("cudamux-nvrtc-"), std::string::npos) << c.result.log;
+}
+
 TEST_F(MockCompile, GlobalsRoundTrip) {
   auto m = build(R"(
 __constant__ float coeffs[4];

@@ -14,6 +14,8 @@
 #include <complex>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -102,6 +104,37 @@ class Cccl : public testing::Test {
   CUcontext ctx_ = nullptr;
   CUmodule mod_ = nullptr;
 };
+
+// Jitify (CuPy's) gives CCCL's headers to nvrtcCreateProgram, cuda/std/__cccl/compiler.h among
+// them: the mock's wrapper of that header (CCCL must take its g++ for NVRTC) applies to the
+// given copy too, else cuda_toolkit.h stops with "CUDA compiler and CUDA toolkit headers are
+// incompatible".
+TEST_F(Cccl, GivenCompilerHeaderKeepsTheMocksWrapper) {
+  const fs::path given = fs::path(cccl_dir()) / "cuda" / "std" / "__cccl" / "compiler.h";
+  std::ifstream in(given, std::ios::binary);
+  if (!in) GTEST_SKIP() << "no " << given.string();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const char* src = R"(
+#include "cuda/std/__cccl/compiler.h"
+#include <cuda/std/__cccl/cuda_toolkit.h>
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+extern "C" __global__ void k(long long* out) {
+  out[threadIdx.x] = static_cast<cuda::std::int64_t>(threadIdx.x) *
+                     (cuda::std::is_unsigned_v<cuda::std::uint32_t> ? 3 : 1);
+}
+)";
+  nvrtc_test::Program prog(src, "jitify_user.cu", {text.c_str()}, {"cuda/std/__cccl/compiler.h"});
+  const std::string inc = "-I" + cccl_dir();
+  ASSERT_EQ(prog.compile({inc.c_str(), "-std=c++17", "--gpu-architecture=compute_80"}),
+            NVRTC_SUCCESS)
+      << prog.log();
+  const std::string ptx = prog.ptx();
+  ASSERT_CU(cuModuleLoadData(&mod_, ptx.c_str()));
+  std::vector<long long> out(32, -1);
+  launch("k", 1, 32, out);
+  for (unsigned i = 0; i < 32; ++i) EXPECT_EQ(out[i], 3 * static_cast<long long>(i)) << i;
+}
 
 // <cuda/std/type_traits>, <cuda/std/limits>, <cuda/std/utility>: compile-time answers and
 // run-time values.

@@ -969,11 +969,165 @@ void check_text(const std::string& text,
   }
 }
 
+// ---- the preprocessed translation unit -------------------------------------------------------
+
+// A GNU line marker (`# N "file" flags`) of g++ -E's output, or nullopt for any other line.
+struct LineMarker {
+  unsigned line = 0;
+  std::string quoted_file;  // as written, quotes and escapes included
+  bool enter = false;       // flag 1: the start of an included file
+  bool leave = false;       // flag 2: back in the including file
+};
+
+std::optional<LineMarker> line_marker(std::string_view l) {
+  if (l.size() < 5 || l[0] != '#' || l[1] != ' ' ||
+      std::isdigit(static_cast<unsigned char>(l[2])) == 0)
+    return std::nullopt;
+  LineMarker m;
+  std::size_t i = 2;
+  while (i < l.size() && std::isdigit(static_cast<unsigned char>(l[i])) != 0)
+    m.line = m.line * 10 + static_cast<unsigned>(l[i++] - '0');
+  if (i + 1 >= l.size() || l[i] != ' ' || l[i + 1] != '"') return std::nullopt;
+  const std::size_t open = ++i;
+  for (++i; i < l.size() && l[i] != '"'; ++i)
+    if (l[i] == '\\') ++i;
+  if (i >= l.size()) return std::nullopt;
+  m.quoted_file = std::string(l.substr(open, i - open + 1));
+  for (std::size_t f = i + 1; f < l.size(); ++f) {
+    if (l[f] == '1' && l[f - 1] == ' ') m.enter = true;
+    if (l[f] == '2' && l[f - 1] == ' ') m.leave = true;
+  }
+  return m;
+}
+
+std::string unquote(std::string_view q) {
+  std::string out;
+  for (std::size_t i = 1; i + 1 < q.size(); ++i) {
+    if (q[i] == '\\' && i + 2 < q.size()) ++i;
+    out += q[i];
+  }
+  return out;
+}
+
+// g++ -E's output less the prelude's own text: the prelude is force-included again (from its
+// precompiled header) when the result is compiled. Drops the region of the file `prelude`
+// entered from the command line (and what it includes) and a `#pragma GCC pch_preprocess`.
+std::string strip_prelude(const std::string& pp, const std::string& prelude) {
+  std::string out;
+  out.reserve(pp.size());
+  int skip_depth = 0;  // > 0 inside the prelude's region
+  std::size_t at = 0;
+  while (at < pp.size()) {
+    std::size_t nl = pp.find('\n', at);
+    if (nl == std::string::npos) nl = pp.size();
+    const std::string_view l(pp.data() + at, nl - at);
+    bool keep = skip_depth == 0;
+    if (const auto m = line_marker(l)) {
+      if (skip_depth > 0) {
+        if (m->enter) ++skip_depth;
+        if (m->leave) --skip_depth;
+        keep = false;
+      } else if (m->enter && unquote(m->quoted_file) == prelude) {
+        skip_depth = 1;
+        keep = false;
+      }
+    } else if (l.starts_with("#pragma GCC pch_preprocess")) {
+      keep = false;
+    }
+    if (keep) {
+      out.append(l);
+      out += '\n';
+    }
+    at = nl + 1;
+  }
+  return out;
+}
+
+// Whether `src` holds a preprocessing directive: a line whose first token (comments blanked)
+// is `#`, or the digraph `%:` anywhere (conservatively).
+bool has_directives(const std::string& src) {
+  const std::string c = code_view(src, true);
+  if (c.find("%:") != std::string::npos) return true;
+  bool line_start = true;
+  for (const char ch : c) {
+    if (ch == '\n') {
+      line_start = true;
+    } else if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\f' && ch != '\v') {
+      if (line_start && ch == '#') return true;
+      line_start = false;
+    }
+  }
+  return false;
+}
+
+// The file and line of `offset` in a preprocessed text, from the line marker before it.
+std::pair<std::string, unsigned> pp_location(const std::string& pp, std::size_t offset) {
+  std::string file = "\"\"";
+  unsigned line = 1;
+  std::size_t at = 0;
+  while (at < offset && at < pp.size()) {
+    std::size_t nl = pp.find('\n', at);
+    if (nl == std::string::npos) nl = pp.size();
+    if (const auto m = line_marker(std::string_view(pp.data() + at, nl - at))) {
+      file = m->quoted_file;
+      line = m->line;
+    } else if (nl < offset) {
+      ++line;
+    }
+    at = nl + 1;
+  }
+  return {file, line};
+}
+
+// The facts of a preprocessed translation unit (`code`: its code_view): identifiers outside
+// kernel bodies in the program's text and the headers it included, less the regions of
+// built-in headers known to define nothing that reaches a barrier (safe_header). Macros are
+// expanded already, so none can hide control flow or a barrier.
+ProgramFacts pp_facts(const std::string& pp, const std::string& code,
+                      const std::vector<std::pair<std::size_t, std::size_t>>& bodies,
+                      const std::string& include_dir) {
+  ProgramFacts facts;
+  const std::string builtin_root = include_dir + "/";
+  int skip_depth = 0;
+  std::size_t at = 0;
+  auto in_body = [&](std::size_t o) {
+    for (const auto& [b, e] : bodies)
+      if (o > b && o < e) return true;
+    return false;
+  };
+  while (at < pp.size()) {
+    std::size_t nl = pp.find('\n', at);
+    if (nl == std::string::npos) nl = pp.size();
+    if (const auto m = line_marker(std::string_view(pp.data() + at, nl - at))) {
+      if (skip_depth > 0) {
+        if (m->enter) ++skip_depth;
+        if (m->leave) --skip_depth;
+      } else if (m->enter) {
+        const std::string f = unquote(m->quoted_file);
+        if (f.starts_with(builtin_root) &&
+            safe_header(f.substr(builtin_root.size()), /*system_too=*/false))
+          skip_depth = 1;
+      }
+    } else if (skip_depth == 0) {
+      each_ident(code, at, nl, [&](std::string_view id, std::size_t o) {
+        if (in_body(o)) return;
+        if (id == "threadIdx" || id == "assert" || id == "cudamux_threadIdx" ||
+            id == "cudamux_assert_fail")
+          facts.thread_idx_outside = true;
+        if (barrier_ident(id)) facts.barrier_safe = false;
+      });
+    }
+    at = nl + 1;
+  }
+  return facts;
+}
+
 // Decides each kernel's flags and builds the fissioned twins (appended to `twins`).
+// `src` is the preprocessed translation unit (line markers name the user's files), `code` its
+// code_view.
 void analyse_kernels(const std::string& src, const std::string& code,
-                     std::vector<KernelDecl>& kernels, const be::CompileRequest& request,
-                     const std::string& quoted_name, bool allow_fission, bool allow_flat,
-                     std::string& twins, spdlog::logger& log) {
+                     std::vector<KernelDecl>& kernels, const std::string& include_dir,
+                     bool allow_fission, bool allow_flat, std::string& twins, spdlog::logger& log) {
   // A declaration without body takes its definition's body (the registration uses the first).
   for (auto& k : kernels) {
     if (k.body_b != std::string::npos) continue;
@@ -987,9 +1141,7 @@ void analyse_kernels(const std::string& src, const std::string& code,
   std::vector<std::pair<std::size_t, std::size_t>> bodies;
   for (const auto& k : kernels)
     if (k.body_b != std::string::npos) bodies.emplace_back(k.body_b, k.body_e);
-  ProgramFacts facts;
-  if (!request.options.pre_includes.empty()) facts.barrier_safe = false;
-  check_text(src, bodies, request, facts, 0);
+  const ProgramFacts facts = pp_facts(src, code, bodies, include_dir);
   if (!facts.barrier_safe) {
     log.debug(
         "mock compiler: barriers may be reached outside kernel bodies: all kernels use fibers");
@@ -1024,12 +1176,10 @@ void analyse_kernels(const std::string& src, const std::string& code,
           open += n.empty() ? "namespace { " : "namespace " + n + " { ";
           close += "} ";
         }
-        const unsigned line =
-            1 + static_cast<unsigned>(std::count(
-                    src.begin(), src.begin() + static_cast<std::ptrdiff_t>(k.body_b), '\n'));
+        const auto [file, line] = pp_location(src, k.body_b);
         twins += open + "\nstatic __attribute__((always_inline)) inline void " + name +
                  "(const uint3 threadIdx" + (no_params ? std::string() : ", " + k.params) +
-                 ")\n#line " + std::to_string(line) + " " + quoted_name + "\n" +
+                 ")\n#line " + std::to_string(line) + " " + file + "\n" +
                  src.substr(k.body_b, k.body_e - k.body_b + 1) + "\n" + close + "\n";
         k.flags |= CUDAMUX_KERNEL_FLAT;
         k.twin = name;
@@ -1054,10 +1204,9 @@ void analyse_kernels(const std::string& src, const std::string& code,
     in.body_code = std::string_view(code).substr(k.body_b + 1, k.body_e - k.body_b - 1);
     in.params = k.params;
     in.uniform_macros = facts.uniform_macros;
-    in.file = quoted_name;
-    in.first_line =
-        1 + static_cast<unsigned>(std::count(
-                src.begin(), src.begin() + static_cast<std::ptrdiff_t>(k.body_b) + 1, '\n'));
+    const auto [file, line] = pp_location(src, k.body_b);
+    in.file = file;
+    in.first_line = line;
     in.twin_name = "__cmx_twin_" + std::to_string(twin_index++);
     // Code outside kernel bodies (helpers, operators, macros) that names threadIdx or assert
     // could read the global threadIdx from any region.
@@ -1078,6 +1227,28 @@ void analyse_kernels(const std::string& src, const std::string& code,
     k.twin = in.twin_name;
     log.debug("mock compiler: kernel {} runs fissioned at its barriers", k.name);
   }
+}
+
+// A given header `cuda/std/__cccl/compiler.h` (Jitify gives CuPy's CCCL headers so) would be
+// found before the built-in wrapper of that name (given headers are searched first), and CCCL
+// would then take the mock's g++ for no CUDA compiler at all ("CUDA compiler and CUDA toolkit
+// headers are incompatible"). The given header is kept beside, as compiler.h.given, and the
+// wrapper takes its place, including it where the built-in one has its #include_next.
+void write_given_cccl_compiler_h(const fs::path& given_dir, const be::CompileRequest& request,
+                                 const std::string& include_dir) {
+  static constexpr std::string_view kName = "cuda/std/__cccl/compiler.h";
+  static constexpr std::string_view kNext = "#include_next <cuda/std/__cccl/compiler.h>";
+  const bool given = std::any_of(request.headers.begin(), request.headers.end(),
+                                 [](const auto& p) { return p.first == kName; });
+  if (!given) return;
+  std::string wrapper = read_file(fs::path(include_dir) / kName);
+  const std::size_t at = wrapper.find(kNext);
+  if (at == std::string::npos) return;  // no wrapper installed: the given header as it is
+  wrapper.replace(at, kNext.size(), "#include \"compiler.h.given\"");
+  const fs::path target = given_dir / kName;
+  std::error_code ec;
+  fs::rename(target, target.string() + ".given", ec);
+  if (!ec) write_file(target, wrapper);
 }
 
 // The host CPU, for the cache key: modules are built with -march=native.
@@ -1382,38 +1553,56 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
       return be::kOk;
     }
   }
+  // CUDA C++ programs are compiled in two steps: g++ -E gives the translation unit as the
+  // preprocessor leaves it (conditionals taken, headers included, macros expanded; line markers
+  // name the user's files), kernels are found and analysed in that text, and that same text,
+  // with the kernels' twins and registration appended, is compiled. Scanning the source as
+  // written missed kernels after an `#if`/`#else` whose branches each open a brace (CuPy's
+  // partition kernels), in included headers and produced by macros. `__global__` and
+  // `__launch_bounds__` stay as written through the first step (markers_h), the prelude's
+  // macros give them their meaning in the second.
+  //
+  // A program without directives (none in its text, no -D/-U, pre-include or inline PTX) is
+  // its own translation unit: only the prelude's macros would be expanded, and none of them
+  // makes or hides a kernel, a brace or a namespace. It skips the first step (one g++ run,
+  // ~20 ms of a small program's first compile; docs/backends/mock.md).
+  const bool plain = !generated && asm_preamble.empty() && o.pre_includes.empty() &&
+                     o.defines.empty() && o.undefines.empty() && !has_directives(src);
   std::vector<KernelDecl> kernels;
   std::string twins;
-  if (!generated) {
-    const std::string src_code = code_view(src);
-    kernels = scan_kernels(src_code);
-    // Memcheck reports and hazard hints read the running thread's index from the runtime: no
-    // flat twins (they take threadIdx as a parameter) in that mode.
-    analyse_kernels(src, src_code, kernels, request, quote(name), settings_.fission,
-                    !settings_.memcheck, twins, *log_);
-  }
-  auto program_text = [&] {
-    if (generated) return src;
+  std::string pp;  // the preprocessed translation unit, less the prelude
+  auto stage1_text = [&] {
     return (asm_preamble.empty() ? std::string()
                                  : "#line 1 \"<inline PTX>\"\n" + asm_preamble + "\n") +
-           "#line 1 " + quote(name) + "\n" + src + "\n#line 1 " + quote(kFissionFile) + "\n" +
-           twins + "\n#line 1 " + quote(kRegistrationFile) + "\n" +
-           registration(kernels, request.name_expressions);
+           "#line 1 " + quote(name) + "\n" + src + "\n";
+  };
+  auto program_text = [&] {
+    if (generated) return src;
+    return pp + "\n#line 1 " + quote(kFissionFile) + "\n" + twins + "\n#line 1 " +
+           quote(kRegistrationFile) + "\n" + registration(kernels, request.name_expressions);
   };
   // In a folder of its own: the compiler's search from the including file's folder finds
   // nothing of ours.
   const fs::path src_file = dir / "src" / "program.cu";
+  const fs::path pp_file = dir / "src" / "program.ii";
+  const fs::path markers_h = dir / "cudamux_markers.h";
   {
     std::error_code mk;
     fs::create_directories(src_file.parent_path(), mk);
   }
-  write_file(src_file, program_text());
+  write_file(src_file, generated ? src : stage1_text());
   std::error_code ec;
   fs::create_directories(dir / "include", ec);
   for (const auto& [hn, hc] : request.headers) {
     const fs::path hp = dir / "include" / hn;
     fs::create_directories(hp.parent_path(), ec);
     write_file(hp, rewrite_dynamic_shared(hc));
+  }
+  if (!generated) {
+    write_file(markers_h,
+               "#undef __global__\n#define __global__ __global__\n#undef __launch_bounds__\n"
+               "#define __launch_bounds__(...) __launch_bounds__(__VA_ARGS__)\n");
+    write_given_cccl_compiler_h(dir / "include", request, files.include_dir);
   }
 
   std::vector<std::string> argv = {settings_.compiler};
@@ -1465,10 +1654,6 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     pch_flags.emplace_back("-nostdinc");
     pch_flags.emplace_back("-nostdinc++");
   }
-  if (!generated) {
-    argv.emplace_back("-MF");
-    argv.push_back((dir / "deps.d").string());
-  }
   argv.push_back("-I" + given_dir.string());
   for (const auto& i : o.include_paths)
     if (searchable_include(i)) argv.push_back("-I" + i);
@@ -1481,21 +1666,41 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     pch = ensure_pch("ptx", settings_.compiler, settings_.pch_dir, files, flags, *log_);
   if (!generated && !settings_.pch_dir.empty() && settings_.nvrtc_pch)
     pch = ensure_pch("nvrtc", settings_.compiler, settings_.pch_dir, files, pch_flags, *log_);
-  argv.push_back(pch.empty() ? (fs::path(files.include_dir) / "cudamux" / "prelude.h").string()
-                             : pch);
+  const std::string prelude_file =
+      pch.empty() ? (fs::path(files.include_dir) / "cudamux" / "prelude.h").string() : pch;
+  argv.push_back(prelude_file);
   // A stale header is harmless either way (g++ reads the plain text instead); only code we
   // generate says so, a program's log stays its own.
   if (!pch.empty() && generated) argv.push_back("-Winvalid-pch");
-  for (const auto& i : o.pre_includes) {
-    // A given header of that name first (the compiler would look in the current directory).
-    const bool is_given = std::any_of(request.headers.begin(), request.headers.end(),
-                                      [&](const auto& p) { return p.first == i; });
-    argv.push_back("-include");
-    argv.push_back(is_given ? (given_dir / i).string() : i);
+  // The preprocessing step: the compile flags (macros, search folders, -MD for the cache's
+  // list of files read), the prelude, the markers and the program's pre-includes.
+  std::vector<std::string> pp_argv;
+  if (!generated) {
+    for (const auto& a : argv)
+      if (a != "-shared" && !a.starts_with("-Wl,") && !a.starts_with("-fuse-ld="))
+        pp_argv.push_back(a);
+    pp_argv.emplace_back("-include");
+    pp_argv.push_back(markers_h.string());
+    for (const auto& i : o.pre_includes) {
+      // A given header of that name first (the compiler would look in the current directory).
+      const bool is_given = std::any_of(request.headers.begin(), request.headers.end(),
+                                        [&](const auto& p) { return p.first == i; });
+      pp_argv.emplace_back("-include");
+      pp_argv.push_back(is_given ? (given_dir / i).string() : i);
+    }
+    // With a precompiled prelude, -E reads it too (and leaves a pragma naming it).
+    if (!pch.empty()) pp_argv.emplace_back("-fpch-preprocess");
+    for (const char* a : {"-E", "-x", "c++"}) pp_argv.emplace_back(a);
+    pp_argv.push_back(src_file.string());
+    for (const std::string& a :
+         {std::string("-MF"), (dir / "deps.d").string(), std::string("-o"), pp_file.string()})
+      pp_argv.push_back(a);
+    // The compile step reads the preprocessed text: no -MD (the files were read before).
+    std::erase(argv, std::string("-MD"));
   }
   argv.push_back("-x");
   argv.push_back("c++");
-  argv.push_back(src_file.string());
+  argv.push_back(generated ? src_file.string() : pp_file.string());
   argv.push_back("-x");
   argv.push_back("none");
   argv.push_back("-o");
@@ -1504,8 +1709,36 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   argv.push_back("-lcudamux-device");
 
   const auto t0 = std::chrono::steady_clock::now();
-  Run run = run_process(argv);
-  ++runs_;
+  std::string pp_log;  // the preprocessing step's messages (#warning), before the compile's
+  // Preprocesses the program, finds and analyses its kernels and writes the text to compile.
+  // False (with `run` holding the messages) when the preprocessor refused the program.
+  auto preprocess = [&](Run& run) {
+    if (plain) {
+      pp = "# 1 " + quote(name) + "\n" + src + "\n";
+    } else {
+      write_file(src_file, stage1_text());
+      run = run_process(pp_argv);
+      ++runs_;
+      if (run.exit_code != 0) return false;
+      pp_log = run.output;
+      pp = strip_prelude(read_file(pp_file), prelude_file);
+    }
+    const std::string code = code_view(pp);
+    kernels = scan_kernels(code);
+    twins.clear();
+    // Memcheck reports and hazard hints read the running thread's index from the runtime: no
+    // flat twins (they take threadIdx as a parameter) in that mode.
+    analyse_kernels(pp, code, kernels, files.include_dir, settings_.fission, !settings_.memcheck,
+                    twins, *log_);
+    write_file(pp_file, program_text());
+    return true;
+  };
+  Run run;
+  if (generated || preprocess(run)) {
+    run = run_process(argv);
+    ++runs_;
+    run.output = pp_log + run.output;
+  }
   if (run.exit_code > 0 && run.exit_code < 128 && !twins.empty()) {
     // The fission transform is checked by the compiler: a twin that does not compile (our
     // parser misread something) is dropped and the program compiled as written, so the log
@@ -1519,9 +1752,10 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
         k.flags = (k.flags & CUDAMUX_KERNEL_FLAT) != 0 ? unsigned{CUDAMUX_KERNEL_NO_BARRIERS} : 0u;
       k.twin.clear();
     }
-    write_file(src_file, program_text());
+    write_file(generated ? src_file : pp_file, program_text());
     run = run_process(argv);
     ++runs_;
+    run.output = pp_log + run.output;
   }
   std::vector<std::string> header_asm_files;
   if (run.exit_code > 0 && run.exit_code < 128 && !generated && builtins &&
@@ -1536,9 +1770,13 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
                              asm_preamble, header_asm_files, *log_)) {
       const auto at = std::find(argv.begin(), argv.end(), "-I" + given_dir.string());
       if (at != argv.end()) argv.insert(at + 1, "-I" + overlay.string());
-      write_file(src_file, program_text());
-      run = run_process(argv);
-      ++runs_;
+      const auto pp_at = std::find(pp_argv.begin(), pp_argv.end(), "-I" + given_dir.string());
+      if (pp_at != pp_argv.end()) pp_argv.insert(pp_at + 1, "-I" + overlay.string());
+      if (preprocess(run)) {
+        run = run_process(argv);
+        ++runs_;
+        run.output = pp_log + run.output;
+      }
     }
   }
   const double ms =
