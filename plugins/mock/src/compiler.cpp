@@ -1128,8 +1128,12 @@ void analyse_kernels(const std::string& src, const std::string& code,
       std::istringstream body(src.substr(k.body_b, k.body_e - k.body_b));
       for (std::string line; std::getline(body, line);) {
         const auto f = line.find_first_not_of(" \t");
-        if (f != std::string::npos && line[f] == '#' && line.find("pragma") == std::string::npos)
-          directives = true;
+        if (f == std::string::npos || line[f] != '#' || line.find("pragma") != std::string::npos)
+          continue;
+        // The preprocessor's line markers (`# 12 "prog.cu"`) are no directive.
+        const auto g = line.find_first_not_of(" \t", f + 1);
+        if (g != std::string::npos && std::isdigit(static_cast<unsigned char>(line[g]))) continue;
+        directives = true;
       }
     }
     if (directives) continue;
