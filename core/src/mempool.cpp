@@ -910,7 +910,7 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
   const bool device_pool = core::kind_of(*p) == core::AllocKind::device;
   // A host pool's memory is the host's to read and write (NVIDIA's driver 580 answers so).
-  if (!device_pool && core::kind_of(*p) == core::AllocKind::host_alloc &&
+  if (core::kind_of(*p) == core::AllocKind::host_alloc &&
       (location->type == CU_MEM_LOCATION_TYPE_HOST ||
        location->type == CU_MEM_LOCATION_TYPE_HOST_NUMA)) {
     *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;

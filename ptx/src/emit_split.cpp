@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include "cudamux/ptx/cfg.hpp"
 #include "emit_mma.hpp"
@@ -428,6 +429,31 @@ bool pure_source(const Function& f, const Operand& o, const std::vector<bool>& r
 
 }  // namespace
 
+// The opening both kinds of twin share, up to the body. Without -fnon-call-exceptions, g++ may
+// if-convert and vectorise the thread loops (a load that can throw cannot be made
+// conditional). A fault still ends the launch: the signal handler's exception unwinds through
+// the twin by its CFI, because the twin has nothing to clean up (no destructors, so no LSDA
+// that would have to cover the faulting instruction); thread slots on the heap (large blocks)
+// are then not freed. The launch's geometry becomes locals: the body reads it after stores
+// through pointers, which could alias thread-local variables, so TLS reads would be repeated
+// for every thread. `pragmas` go after the options push.
+void open_twin(std::ostream& o, const SplitKernel& k, const std::string& twin,
+               std::string_view pragmas) {
+  o << "#pragma GCC push_options\n#pragma GCC optimize(\"no-non-call-exceptions\")\n" << pragmas;
+  o << "static __attribute__((used)) void " << twin << "(" << k.params << ") {\n";
+  o << k.prologue;
+  o << "  const uint3 cudamux_bd = ::blockDim;\n"
+       "  [[maybe_unused]] const uint3 blockDim = cudamux_bd;\n"
+       "  [[maybe_unused]] const uint3 blockIdx = ::blockIdx;\n"
+       "  [[maybe_unused]] const uint3 gridDim = ::gridDim;\n"
+       "  [[maybe_unused]] const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * "
+       "cudamux_bd.z;\n"
+       // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp);
+       // knowing it, g++ sees 32-bit thread-indexed offsets as affine (no wrap).
+       "  if (cudamux_n > 1024u || cudamux_bd.x > 1024u || cudamux_bd.y > 1024u || cudamux_bd.z > "
+       "1024u)\n    __builtin_unreachable();\n";
+}
+
 bool flattenable(const Function& f) {
   if (!f.is_entry || !f.has_body) return false;
   for (const auto& in : f.body) {
@@ -449,25 +475,14 @@ std::string emit_flat(const SplitKernel& k, const std::string& twin) {
   const std::size_t n_ins = f.body.size();
   const bool tls = reads_tls_thread(f);
   std::ostringstream o;
-  o << "#pragma GCC push_options\n#pragma GCC optimize(\"no-non-call-exceptions\")\n";
   // AMD Zen 1-3 (GCC's -march=native names them) microcode AVX2's masked stores (vpmaskmov,
   // one every ~10 cycles): there, a guarded store (`if (i < n) y[i] = ...`) if-converted into
   // a vectorised loop made SAXPY ~2x slower than the scalar loop (performance.md, "Flat twins").
   // Loops without guarded code still vectorise.
-  o << "#if defined(__znver1__) || defined(__znver2__) || defined(__znver3__)\n"
-       "#pragma GCC optimize(\"no-tree-loop-if-convert\")\n"
-       "#endif\n";
-  o << "static __attribute__((used)) void " << twin << "(" << k.params << ") {\n";
-  o << k.prologue;
-  // Geometry as locals: stores through pointers could alias the thread-local variables, which
-  // would be reloaded for every thread.
-  o << "  const uint3 cudamux_bd = ::blockDim;\n"
-       "  [[maybe_unused]] const uint3 blockDim = cudamux_bd;\n"
-       "  [[maybe_unused]] const uint3 blockIdx = ::blockIdx;\n"
-       "  [[maybe_unused]] const uint3 gridDim = ::gridDim;\n"
-       // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp).
-       "  if (cudamux_bd.x * cudamux_bd.y * cudamux_bd.z > 1024u || cudamux_bd.x > 1024u || "
-       "cudamux_bd.y > 1024u || cudamux_bd.z > 1024u)\n    __builtin_unreachable();\n";
+  open_twin(o, k, twin,
+            "#if defined(__znver1__) || defined(__znver2__) || defined(__znver3__)\n"
+            "#pragma GCC optimize(\"no-tree-loop-if-convert\")\n"
+            "#endif\n");
   // One thread from start to exit: `ret`, `exit` and the traps' `return` end the thread.
   o << "  const auto cudamux_thread = [=](const uint3 cudamux_tid) __attribute__((always_inline)) "
        "{\n";
@@ -667,25 +682,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
 
   std::ostringstream o;
   if (warp) o << kWarpHelpers;
-  // Without -fnon-call-exceptions in the twin, g++ may if-convert and vectorise the region
-  // loops (a load that can throw cannot be made conditional). A fault still ends the launch:
-  // the signal handler's exception unwinds through the twin by its CFI, because the twin has
-  // nothing to clean up (no destructors, so no LSDA that would have to cover the faulting
-  // instruction); thread slots on the heap (large blocks) are then not freed.
-  o << "#pragma GCC push_options\n#pragma GCC optimize(\"no-non-call-exceptions\")\n";
-  o << "static __attribute__((used)) void " << twin << "(" << k.params << ") {\n";
-  o << k.prologue;
-  // The launch's geometry as locals: the body reads them after stores through pointers, which
-  // could alias thread-local variables, so TLS reads would be repeated for every thread.
-  o << "  const uint3 cudamux_bd = ::blockDim;\n"
-       "  [[maybe_unused]] const uint3 blockDim = cudamux_bd;\n"
-       "  [[maybe_unused]] const uint3 blockIdx = ::blockIdx;\n"
-       "  [[maybe_unused]] const uint3 gridDim = ::gridDim;\n"
-       "  const unsigned cudamux_n = cudamux_bd.x * cudamux_bd.y * cudamux_bd.z;\n"
-       // The runtime refuses blocks of more than 1024 threads (plugins/mock/src/pool.cpp);
-       // knowing it, g++ sees 32-bit thread-indexed offsets as affine (no wrap).
-       "  if (cudamux_n > 1024u || cudamux_bd.x > 1024u || cudamux_bd.y > 1024u || cudamux_bd.z > "
-       "1024u)\n    __builtin_unreachable();\n";
+  open_twin(o, k, twin, "");
   // Per-thread state, structure of arrays (one array per kept register, [register][thread]):
   // the resume point, what the thread waits for (1: a warp point, 2: a CTA barrier), the
   // registers some stop keeps, the .local arrays, a warp point's deposit.
