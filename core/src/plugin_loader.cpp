@@ -182,13 +182,13 @@ std::string plugin_file_name(std::string_view backend_name) {
   return "libcudamux-" + std::string(backend_name) + ".so";
 }
 
-std::string default_plugin_dir() {
+std::string core_library_dir() {
   // The core is linked statically into libcuda.so.1 (or into a test executable):
   // the object holding this very function is where the plugins folder hangs off.
   Dl_info info{};
   link_map* map = nullptr;
   fs::path object;
-  if (dladdr1(reinterpret_cast<void*>(&default_plugin_dir), &info, reinterpret_cast<void**>(&map),
+  if (dladdr1(reinterpret_cast<void*>(&core_library_dir), &info, reinterpret_cast<void**>(&map),
               RTLD_DL_LINKMAP) != 0 &&
       map != nullptr && map->l_name != nullptr && map->l_name[0] != '\0') {
     object = map->l_name;
@@ -200,7 +200,11 @@ std::string default_plugin_dir() {
   // the plugins live under /opt/cudamux/lib.
   fs::path real = fs::canonical(object, ec);
   if (ec) real = object;
-  return (real.parent_path() / "cudamux" / "plugins").string();
+  return real.parent_path().string();
+}
+
+std::string default_plugin_dir() {
+  return (fs::path(core_library_dir()) / "cudamux" / "plugins").string();
 }
 
 std::vector<std::string> search_paths(const config::Settings& settings) {

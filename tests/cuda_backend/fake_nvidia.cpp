@@ -815,6 +815,7 @@ FAKE_EXPORT CUresult cuFuncGetName(const char** name, CUfunction f) {
 FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, std::size_t i, std::size_t* offset,
                                         std::size_t* size) {
   FAKE_COUNT();
+  if (f == nullptr) return CUDA_ERROR_INVALID_VALUE;  // as NVIDIA's driver 580 answers
   const auto& params = reinterpret_cast<FakeFunction*>(f)->params;
   if (i >= params.size()) return CUDA_ERROR_INVALID_VALUE;
   *offset = params[i].first;

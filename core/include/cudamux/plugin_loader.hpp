@@ -38,17 +38,20 @@ struct LoadedBackend {
 // "libcudamux-<name>.so".
 std::string plugin_file_name(std::string_view backend_name);
 
-// <folder of the shared object containing the core, symlinks resolved>/cudamux/plugins.
+// The folder of the shared object containing the core, symlinks resolved.
+std::string core_library_dir();
+
+// core_library_dir()/cudamux/plugins.
 std::string default_plugin_dir();
 
 // Folders searched, in order: CUDAMUX_PLUGIN_PATH entries, config plugin_path
 // entries (both already in settings.plugin_paths), then default_plugin_dir().
 std::vector<std::string> search_paths(const config::Settings& settings);
 
-// Resolves settings.backend ("auto": see detail::choose_auto), loads the first libcudamux-<name>.so found in
-// search_paths() (a broken file is an error, not a reason to try the next folder),
-// checks its entry symbols and ABI version and creates the backend with the
-// plugin's config table. A null logger means log::get(). Throws PluginError.
+// Resolves settings.backend ("auto": see detail::choose_auto), loads the first libcudamux-<name>.so
+// found in search_paths() (a broken file is an error, not a reason to try the next folder), checks
+// its entry symbols and ABI version and creates the backend with the plugin's config table. A null
+// logger means log::get(). Throws PluginError.
 LoadedBackend load_backend(const config::Settings& settings,
                            std::shared_ptr<spdlog::logger> logger);
 // Same, taking over the parsed document so the plugin's table keeps its source

@@ -41,6 +41,10 @@ inline cudaError_t enter() noexcept {
 // The initialisation part of enter() only (device queries that need no context).
 cudaError_t ensure_init() noexcept;
 
+// Reads the device's launch limits the runtime checks every launch against (rt_kernel.cpp),
+// once per device and process.
+void warm_launch_limits(int device) noexcept;
+
 // The device of the current context (after enter()).
 int current_device() noexcept;
 

@@ -119,6 +119,12 @@ const DeviceLimits& device_limits(int dev) noexcept {
   return limits[i];
 }
 
+}  // namespace
+
+void warm_launch_limits(int device) noexcept { (void)device_limits(device); }
+
+namespace {
+
 // The runtime's configuration errors (NVIDIA documents cudaErrorInvalidConfiguration for
 // zero or too large dimensions, too many threads, and more shared memory per block than the
 // device has). The driver would say CUDA_ERROR_INVALID_VALUE for these. Dynamic shared memory

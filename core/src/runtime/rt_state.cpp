@@ -6,8 +6,8 @@
 #include <array>
 #include <cstdint>
 #include <iterator>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -175,8 +175,8 @@ cudaError_t to_runtime(CUresult result) noexcept {
   if (result == CUDA_ERROR_UNKNOWN || result > CUDA_ERROR_UNKNOWN) {
     try {
       if (auto o = policy::origin_of("CUresult", result, CUDA_ERROR_UNKNOWN))
-        return static_cast<cudaError_t>(
-            policy::unmapped("cudaError_t", o->backend, o->native, o->native_name, cudaErrorUnknown));
+        return static_cast<cudaError_t>(policy::unmapped("cudaError_t", o->backend, o->native,
+                                                         o->native_name, cudaErrorUnknown));
     } catch (...) {
       return cudaErrorUnknown;
     }
@@ -274,6 +274,10 @@ cudaError_t primary_context(int device, CUcontext& out) noexcept {
   if (d.retained) {
     // One retain per process is enough: give back the extra one taken to read the handle.
     (void)cudamux::impl::cuDevicePrimaryCtxRelease_v2(device);
+  } else {
+    // Read with the context, as NVIDIA's runtime reads the device's properties, not at the
+    // first launch: NVIDIA's first answers to these queries cost 15-20 us in all (H100).
+    warm_launch_limits(device);
   }
   d.retained = true;
   out = h;

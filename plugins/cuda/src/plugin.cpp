@@ -1439,6 +1439,14 @@ be::Backend* create(const be::PluginHost& host, std::string& error) {
             "returned " + result_name(api, r);
     return nullptr;
   }
+  // NVIDIA's driver spends ~20 us on the first failing call of a process (measured on an H100,
+  // driver 580), and NvidiaFunction learns a parameter count by asking one past the last, a
+  // failing call: made once here, where cuInit already costs ~100 ms, it leaves the program's
+  // first kernel load (issue 14's first-launch time; docs/performance.md).
+  {
+    std::size_t offset = 0, size = 0;
+    (void)api.cuFuncGetParamInfo(nullptr, 0, &offset, &size);
+  }
   int version = 0;
   (void)api.cuDriverGetVersion(&version);
   int count = 0;
