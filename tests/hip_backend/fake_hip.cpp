@@ -921,6 +921,8 @@ struct FakeArray {
   std::size_t elem = 0;               // bytes per element
   std::size_t w = 0, h = 1, d = 1;    // extent in elements, rows and slices (layers)
   std::string name;
+  int device = 0;           // whose memory the array uses
+  std::size_t charged = 0;  // bytes of device memory it holds (0 for a level view)
 };
 struct FakeMipmapped {
   std::vector<std::shared_ptr<ArrayStore>> levels;
@@ -929,6 +931,8 @@ struct FakeMipmapped {
   hipArray_Format format{};
   unsigned channels = 0;
   std::string name;
+  int device = 0;
+  std::size_t charged = 0;
 };
 struct FakeTexture {
   HIP_RESOURCE_DESC resource{};
@@ -990,6 +994,19 @@ hipArray* new_hip_array(const HIP_ARRAY3D_DESCRIPTOR& d) {
   return a;
 }
 
+// Arrays use device memory as HIP's images do (hipMemGetInfo sees them).
+bool charge(std::size_t bytes) {
+  std::lock_guard lock(S().mu);
+  auto& used = S().used[static_cast<std::size_t>(t_current)];
+  if (bytes > S().memory - used) return false;
+  used += bytes;
+  return true;
+}
+void uncharge(int device, std::size_t bytes) {
+  std::lock_guard lock(S().mu);
+  S().used[static_cast<std::size_t>(device)] -= bytes;
+}
+
 // One end of a 3D copy after HIP's resolution of its memory type.
 struct End {
   const hipArray* array = nullptr;
@@ -1014,8 +1031,12 @@ FAKE_API hipError_t hipArray3DCreate(hipArray** out, const HIP_ARRAY3D_DESCRIPTO
   fa.w = d->Width;
   fa.h = std::max<std::size_t>(d->Height, 1);
   fa.d = std::max<std::size_t>(d->Depth, 1);
+  const std::size_t bytes = fa.elem * fa.w * fa.h * fa.d;
+  if (!charge(bytes)) return done("hipArray3DCreate", args, hipErrorOutOfMemory);
+  fa.device = t_current;
+  fa.charged = bytes;
   fa.store = std::make_shared<ArrayStore>();
-  fa.store->bytes.assign(fa.elem * fa.w * fa.h * fa.d, 0xcd);
+  fa.store->bytes.assign(bytes, 0xcd);
   hipArray* a = new_hip_array(*d);
   {
     std::lock_guard lock(S().mu);
@@ -1038,9 +1059,12 @@ FAKE_API hipError_t hipArrayDestroy(hipArray* a) {
     return done("hipArrayDestroy", "unknown", hipErrorInvalidValue);
   }
   const std::string name = it->second.name;
+  const int device = it->second.device;
+  const std::size_t charged = it->second.charged;
   g_arrays.erase(it);
   if (g_last_array == a) g_last_array = nullptr;
   lock.unlock();
+  uncharge(device, charged);
   delete a;
   return done("hipArrayDestroy", name, hipSuccess);
 }
@@ -1072,9 +1096,12 @@ FAKE_API hipError_t hipMipmappedArrayCreate(hipMipmappedArray_t* out, HIP_ARRAY3
                                                      : 1};
     auto store = std::make_shared<ArrayStore>();
     store->bytes.assign(m.elem * e[0] * e[1] * e[2], 0xcd);
+    m.charged += store->bytes.size();
     m.levels.push_back(store);
     m.extents.push_back(e);
   }
+  if (!charge(m.charged)) return done("hipMipmappedArrayCreate", args, hipErrorOutOfMemory);
+  m.device = t_current;
   auto* handle = new hipMipmappedArray{};
   handle->format = d->Format;
   handle->flags = d->Flags;
@@ -1130,8 +1157,11 @@ FAKE_API hipError_t hipMipmappedArrayDestroy(hipMipmappedArray_t m) {
     return done("hipMipmappedArrayDestroy", "unknown", hipErrorInvalidValue);
   }
   const std::string name = it->second.name;
+  const int device = it->second.device;
+  const std::size_t charged = it->second.charged;
   g_mipmapped.erase(it);
   lock.unlock();
+  uncharge(device, charged);
   delete m;
   return done("hipMipmappedArrayDestroy", name, hipSuccess);
 }
