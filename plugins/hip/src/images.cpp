@@ -122,7 +122,7 @@ be::Status HipImages::destroy_array(std::uint64_t handle) {
   {
     std::lock_guard lock(mu_);
     auto it = arrays_.find(handle);
-    if (it == arrays_.end()) return kInvalidValue;
+    if (it == arrays_.end() || it->second.level) return kInvalidValue;
     rec = std::move(it->second);
     arrays_.erase(it);
     for (std::uint64_t level : rec.levels)
@@ -157,6 +157,7 @@ be::Status HipImages::mip_level(std::uint64_t mipmapped, unsigned level,
   ArrayRecord rec;
   rec.ordinal = it->second.ordinal;
   rec.desc = level_desc(it->second.desc, level);
+  rec.level = true;
   arrays_[level_handle] = rec;
   return be::kOk;
 }

@@ -50,6 +50,7 @@ class HipImages final : public backend::Images {
     int ordinal = 0;
     CUDA_ARRAY3D_DESCRIPTOR desc{};  // the CUDA descriptor (of the level, for a level)
     bool mipmapped = false;
+    bool level = false;                 // a level of a mipmapped array: dies with it
     std::vector<std::uint64_t> levels;  // mipmapped: HIP's level arrays, 0 until asked
   };
   // The record of a live array or level; nullopt when the handle is none of ours.
