@@ -31,6 +31,13 @@ TYPES = {
     'host_alloc_flag': (('macro', r'CU_MEMHOSTALLOC_\w+'), ('macro', r'hipHostMalloc[A-Z]\w*')),
     'host_register_flag': (('macro', r'CU_MEMHOSTREGISTER_\w+'), ('macro', r'hipHostRegister[A-Z]\w*')),
     'mem_attach_flag': (('enum', 'CUmemAttach_flags'), ('macro', r'hipMemAttach[A-Z]\w*')),
+    'array_format': (('enum', 'CUarray_format'), ('enum', 'hipArray_Format')),
+    'array3d_flag': (('macro', r'CUDA_ARRAY3D_\w+'), ('macro', r'hipArray[A-Z]\w*')),
+    'address_mode': (('enum', 'CUaddress_mode'), ('enum', 'HIPaddress_mode_enum')),
+    'filter_mode': (('enum', 'CUfilter_mode'), ('enum', 'HIPfilter_mode_enum')),
+    'resource_type': (('enum', 'CUresourcetype'), ('enum', 'HIPresourcetype_enum')),
+    'resource_view_format': (('enum', 'CUresourceViewFormat'), ('enum', 'HIPresourceViewFormat_enum')),
+    'texture_flag': (('macro', r'CU_TRSF_\w+'), ('macro', r'HIP_TRSF_\w+')),
 }
 
 

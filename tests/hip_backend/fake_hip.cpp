@@ -13,6 +13,7 @@
 #include <hip/hip_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -902,4 +903,529 @@ FAKE_API hipError_t hipFuncGetAttribute(int* value, hipFunction_attribute attr, 
     return done("hipFuncGetAttribute", args, hipSuccess, "1024");
   }
   return done("hipFuncGetAttribute", args, hipErrorNotSupported);
+}
+
+// ---------------------------------------------------------------------------------------
+// Arrays, texture and surface objects, with ROCm 5.2.3's semantics (hipamd src/hip_memory.cpp,
+// src/hip_texture.cpp, src/hip_surface.cpp): an array is host memory of packed rows and
+// slices; positions and widths of array ends are bytes that HIP divides by the element size.
+// Where HIP 5.2 asserts or ignores a bad argument, the fake answers hipErrorInvalidValue, so
+// that a wrong translation fails a test instead of passing unnoticed.
+namespace {
+
+struct ArrayStore {
+  std::vector<unsigned char> bytes;
+};
+struct FakeArray {
+  std::shared_ptr<ArrayStore> store;  // shared by a mipmapped array and its level views
+  std::size_t elem = 0;               // bytes per element
+  std::size_t w = 0, h = 1, d = 1;    // extent in elements, rows and slices (layers)
+  std::string name;
+  int device = 0;           // whose memory the array uses
+  std::size_t charged = 0;  // bytes of device memory it holds (0 for a level view)
+};
+struct FakeMipmapped {
+  std::vector<std::shared_ptr<ArrayStore>> levels;
+  std::vector<std::array<std::size_t, 3>> extents;
+  std::size_t elem = 0;
+  hipArray_Format format{};
+  unsigned channels = 0;
+  std::string name;
+  int device = 0;
+  std::size_t charged = 0;
+};
+struct FakeTexture {
+  HIP_RESOURCE_DESC resource{};
+  HIP_TEXTURE_DESC texture{};
+};
+std::mutex g_images_mu;
+std::map<const hipArray*, FakeArray> g_arrays;  // arrays and level views
+std::map<const void*, FakeMipmapped> g_mipmapped;
+std::map<const void*, FakeTexture> g_textures;
+std::map<const void*, hipResourceDesc> g_surfaces;
+const hipArray* g_last_array = nullptr;
+
+std::size_t channel_bytes(int format) {
+  switch (format) {
+    case HIP_AD_FORMAT_UNSIGNED_INT8:
+    case HIP_AD_FORMAT_SIGNED_INT8:
+      return 1;
+    case HIP_AD_FORMAT_UNSIGNED_INT16:
+    case HIP_AD_FORMAT_SIGNED_INT16:
+    case HIP_AD_FORMAT_HALF:
+      return 2;
+    case HIP_AD_FORMAT_UNSIGNED_INT32:
+    case HIP_AD_FORMAT_SIGNED_INT32:
+    case HIP_AD_FORMAT_FLOAT:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+std::string desc_text(const HIP_ARRAY3D_DESCRIPTOR& d) {
+  return fmt("{%zux%zux%zu, format 0x%x, %u ch, flags 0x%x}", d.Width, d.Height, d.Depth,
+             static_cast<unsigned>(d.Format), d.NumChannels, d.Flags);
+}
+
+// HIP 5.2's shape rules (hip::getCLMemObjectType): flags 0 or hipArrayLayered only.
+bool valid_shape(const HIP_ARRAY3D_DESCRIPTOR& d) {
+  if (d.Width == 0) return false;
+  if (d.Flags == hipArrayDefault) return d.Height != 0 || d.Depth == 0;
+  if (d.Flags == hipArrayLayered) return d.Depth != 0;
+  return false;
+}
+
+std::string array_name(const hipArray* a) {
+  auto it = g_arrays.find(a);
+  return it == g_arrays.end() ? fmt("unknown-array(%p)", static_cast<const void*>(a))
+                              : it->second.name;
+}
+
+hipArray* new_hip_array(const HIP_ARRAY3D_DESCRIPTOR& d) {
+  auto* a = new hipArray{};
+  a->data = a;  // HIP: the image object; only compared against null
+  a->desc = hipChannelFormatDesc{};
+  a->width = static_cast<unsigned>(d.Width);
+  a->height = static_cast<unsigned>(d.Height);
+  a->depth = static_cast<unsigned>(d.Depth);
+  a->Format = d.Format;
+  a->NumChannels = d.NumChannels;
+  return a;
+}
+
+// Arrays use device memory as HIP's images do (hipMemGetInfo sees them).
+bool charge(std::size_t bytes) {
+  std::lock_guard lock(S().mu);
+  auto& used = S().used[static_cast<std::size_t>(t_current)];
+  if (bytes > S().memory - used) return false;
+  used += bytes;
+  return true;
+}
+void uncharge(int device, std::size_t bytes) {
+  std::lock_guard lock(S().mu);
+  S().used[static_cast<std::size_t>(device)] -= bytes;
+}
+
+// One end of a 3D copy after HIP's resolution of its memory type.
+struct End {
+  const hipArray* array = nullptr;
+  unsigned char* ptr = nullptr;
+  std::size_t pitch = 0, rows = 0, x = 0, y = 0, z = 0;
+};
+
+}  // namespace
+
+FAKE_API hipError_t hipArray3DCreate(hipArray** out, const HIP_ARRAY3D_DESCRIPTOR* d) {
+  if (out == nullptr || d == nullptr) return done("hipArray3DCreate", "null", hipErrorInvalidValue);
+  const std::string args = desc_text(*d);
+  FAKE_INJECT("hipArray3DCreate", args);
+  if (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4)
+    return done("hipArray3DCreate", args, hipErrorInvalidValue);
+  if (d->Flags & (hipArraySurfaceLoadStore | hipArrayCubemap | hipArrayTextureGather))
+    return done("hipArray3DCreate", args, hipErrorNotSupported);
+  if (!valid_shape(*d) || channel_bytes(d->Format) == 0)
+    return done("hipArray3DCreate", args, hipErrorInvalidValue);
+  FakeArray fa;
+  fa.elem = channel_bytes(d->Format) * d->NumChannels;
+  fa.w = d->Width;
+  fa.h = std::max<std::size_t>(d->Height, 1);
+  fa.d = std::max<std::size_t>(d->Depth, 1);
+  const std::size_t bytes = fa.elem * fa.w * fa.h * fa.d;
+  if (!charge(bytes)) return done("hipArray3DCreate", args, hipErrorOutOfMemory);
+  fa.device = t_current;
+  fa.charged = bytes;
+  fa.store = std::make_shared<ArrayStore>();
+  fa.store->bytes.assign(bytes, 0xcd);
+  hipArray* a = new_hip_array(*d);
+  {
+    std::lock_guard lock(S().mu);
+    fa.name = "array" + std::to_string(S().next_id++);
+  }
+  const std::string name = fa.name;
+  {
+    std::lock_guard lock(g_images_mu);
+    g_arrays[a] = std::move(fa);
+    g_last_array = a;
+  }
+  *out = a;
+  return done("hipArray3DCreate", args, hipSuccess, name);
+}
+FAKE_API hipError_t hipArrayDestroy(hipArray* a) {
+  std::unique_lock lock(g_images_mu);
+  auto it = g_arrays.find(a);
+  if (it == g_arrays.end()) {
+    lock.unlock();
+    return done("hipArrayDestroy", "unknown", hipErrorInvalidValue);
+  }
+  const std::string name = it->second.name;
+  const int device = it->second.device;
+  const std::size_t charged = it->second.charged;
+  g_arrays.erase(it);
+  if (g_last_array == a) g_last_array = nullptr;
+  lock.unlock();
+  uncharge(device, charged);
+  delete a;
+  return done("hipArrayDestroy", name, hipSuccess);
+}
+FAKE_API hipError_t hipMipmappedArrayCreate(hipMipmappedArray_t* out, HIP_ARRAY3D_DESCRIPTOR* d,
+                                            unsigned levels) {
+  if (out == nullptr || d == nullptr)
+    return done("hipMipmappedArrayCreate", "null", hipErrorInvalidValue);
+  const std::string args = desc_text(*d) + fmt(", %u levels", levels);
+  // ihipMipmapArrayCreate checks no flags itself; its image type allows none but layered.
+  if (!valid_shape(*d) || channel_bytes(d->Format) == 0 ||
+      (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+    return done("hipMipmappedArrayCreate", args, hipErrorInvalidValue);
+  const bool layered = d->Flags & hipArrayLayered;
+  std::size_t largest = std::max(d->Width, d->Height);
+  if (!layered) largest = std::max(largest, d->Depth);
+  unsigned most = 0;
+  for (; largest > 0; largest >>= 1) ++most;
+  if (levels == 0 || levels > most)
+    return done("hipMipmappedArrayCreate", args, hipErrorInvalidValue);
+  FakeMipmapped m;
+  m.elem = channel_bytes(d->Format) * d->NumChannels;
+  m.format = d->Format;
+  m.channels = d->NumChannels;
+  for (unsigned l = 0; l < levels; ++l) {
+    auto half = [l](std::size_t v) { return std::max<std::size_t>(1, v >> l); };
+    const std::array<std::size_t, 3> e = {half(d->Width), d->Height ? half(d->Height) : 1,
+                                          layered    ? d->Depth
+                                          : d->Depth ? half(d->Depth)
+                                                     : 1};
+    auto store = std::make_shared<ArrayStore>();
+    store->bytes.assign(m.elem * e[0] * e[1] * e[2], 0xcd);
+    m.charged += store->bytes.size();
+    m.levels.push_back(store);
+    m.extents.push_back(e);
+  }
+  if (!charge(m.charged)) return done("hipMipmappedArrayCreate", args, hipErrorOutOfMemory);
+  m.device = t_current;
+  auto* handle = new hipMipmappedArray{};
+  handle->format = d->Format;
+  handle->flags = d->Flags;
+  handle->max_mipmap_level = levels;
+  {
+    std::lock_guard lock(S().mu);
+    m.name = "mipmapped" + std::to_string(S().next_id++);
+  }
+  const std::string name = m.name;
+  {
+    std::lock_guard lock(g_images_mu);
+    g_mipmapped[handle] = std::move(m);
+  }
+  *out = handle;
+  return done("hipMipmappedArrayCreate", args, hipSuccess, name);
+}
+FAKE_API hipError_t hipMipmappedArrayGetLevel(hipArray_t* out, hipMipmappedArray_t m,
+                                              unsigned level) {
+  std::unique_lock lock(g_images_mu);
+  auto it = g_mipmapped.find(m);
+  if (out == nullptr || it == g_mipmapped.end() || level >= it->second.levels.size()) {
+    lock.unlock();
+    return done("hipMipmappedArrayGetLevel", fmt("level %u", level), hipErrorInvalidValue);
+  }
+  // As HIP 5.2: a new hipArray (an image view) on every call, freed by hipArrayDestroy.
+  const auto& e = it->second.extents[level];
+  HIP_ARRAY3D_DESCRIPTOR d{e[0], e[1], e[2], it->second.format, it->second.channels, 0};
+  hipArray* a = new_hip_array(d);
+  FakeArray fa;
+  fa.store = it->second.levels[level];
+  fa.elem = it->second.elem;
+  fa.w = e[0];
+  fa.h = e[1];
+  fa.d = e[2];
+  const std::string args = it->second.name + fmt(", %u", level);
+  {
+    std::lock_guard slock(S().mu);
+    fa.name =
+        it->second.name + ".level" + std::to_string(level) + "#" + std::to_string(S().next_id++);
+  }
+  const std::string name = fa.name;
+  g_arrays[a] = std::move(fa);
+  g_last_array = a;
+  lock.unlock();
+  *out = a;
+  return done("hipMipmappedArrayGetLevel", args, hipSuccess, name);
+}
+FAKE_API hipError_t hipMipmappedArrayDestroy(hipMipmappedArray_t m) {
+  std::unique_lock lock(g_images_mu);
+  auto it = g_mipmapped.find(m);
+  if (it == g_mipmapped.end()) {
+    lock.unlock();
+    return done("hipMipmappedArrayDestroy", "unknown", hipErrorInvalidValue);
+  }
+  const std::string name = it->second.name;
+  const int device = it->second.device;
+  const std::size_t charged = it->second.charged;
+  g_mipmapped.erase(it);
+  lock.unlock();
+  uncharge(device, charged);
+  delete m;
+  return done("hipMipmappedArrayDestroy", name, hipSuccess);
+}
+
+FAKE_API hipError_t hipDrvMemcpy3DAsync(const HIP_MEMCPY3D* pc, hipStream_t sh) {
+  if (pc == nullptr) return done("hipDrvMemcpy3DAsync", "null", hipErrorInvalidValue);
+  HIP_MEMCPY3D p = *pc;
+  auto side = [](hipMemoryType t, const void* host, const void* dev, const hipArray* array,
+                 unsigned pitch, unsigned height, unsigned x, unsigned y, unsigned z) {
+    if (t == hipMemoryTypeArray)
+      return fmt("array %s x %u y %u z %u", array_name(array).c_str(), x, y, z);
+    return fmt("%s host %s dev %s pitch %u height %u x %u y %u z %u",
+               t == hipMemoryTypeHost      ? "Host"
+               : t == hipMemoryTypeDevice  ? "Device"
+               : t == hipMemoryTypeUnified ? "Unified"
+                                           : "bad-type",
+               N(host).c_str(), N(dev).c_str(), pitch, height, x, y, z);
+  };
+  std::string args;
+  {
+    std::lock_guard lock(g_images_mu);
+    args = "{src " +
+           side(p.srcMemoryType, p.srcHost, p.srcDevice, p.srcArray, p.srcPitch, p.srcHeight,
+                p.srcXInBytes, p.srcY, p.srcZ) +
+           ", dst " +
+           side(p.dstMemoryType, p.dstHost, p.dstDevice, p.dstArray, p.dstPitch, p.dstHeight,
+                p.dstXInBytes, p.dstY, p.dstZ) +
+           fmt(", %ux%ux%u}, ", p.WidthInBytes, p.Height, p.Depth) + N(sh);
+  }
+  FAKE_INJECT("hipDrvMemcpy3DAsync", args);
+  auto s = stream_of(sh);
+  if (!s) return done("hipDrvMemcpy3DAsync", args, hipErrorInvalidValue);
+  if (p.WidthInBytes == 0 || p.Height == 0 || p.Depth == 0)
+    return done("hipDrvMemcpy3DAsync", args, hipSuccess);
+  // HIP 5.2's resolution of unified and pinned ends (ihipGetMemcpyParam3DCommand), bug
+  // included: a pinned host destination keeps dstDevice as given.
+  auto known = [](const void* ptr) { return ptr != nullptr && N(ptr) != "hostmem"; };
+  hipMemoryType st = p.srcMemoryType, dt = p.dstMemoryType;
+  if (st == hipMemoryTypeUnified) {
+    st = known(p.srcDevice) ? hipMemoryTypeDevice : hipMemoryTypeHost;
+    if (st == hipMemoryTypeHost) p.srcHost = p.srcDevice;
+  }
+  if (dt == hipMemoryTypeUnified) {
+    dt = known(p.dstDevice) ? hipMemoryTypeDevice : hipMemoryTypeHost;
+    if (st == hipMemoryTypeHost) p.dstHost = p.dstDevice;
+  }
+  if (st == hipMemoryTypeHost && known(p.srcHost)) {
+    st = hipMemoryTypeDevice;
+    p.srcDevice = const_cast<void*>(p.srcHost);
+  }
+  if (dt == hipMemoryTypeHost && known(p.dstHost)) dt = hipMemoryTypeDevice;
+  for (hipMemoryType t : {st, dt})
+    if (t != hipMemoryTypeHost && t != hipMemoryTypeDevice && t != hipMemoryTypeArray)
+      return done("hipDrvMemcpy3DAsync", args, hipErrorInvalidValue);
+
+  std::lock_guard lock(g_images_mu);
+  // Element size: the source array's, else the destination's (HIP converts with one size).
+  std::size_t elem = 1;
+  if (st == hipMemoryTypeArray || dt == hipMemoryTypeArray) {
+    const hipArray* a = st == hipMemoryTypeArray ? p.srcArray : p.dstArray;
+    auto it = g_arrays.find(a);
+    if (it == g_arrays.end()) return done("hipDrvMemcpy3DAsync", args, hipErrorInvalidValue);
+    elem = it->second.elem;
+  }
+  const std::size_t row_bytes = (st == hipMemoryTypeArray || dt == hipMemoryTypeArray)
+                                    ? p.WidthInBytes / elem * elem
+                                    : p.WidthInBytes;
+  auto resolve = [&](hipMemoryType t, const void* host, const void* dev, const hipArray* array,
+                     unsigned pitch, unsigned height, unsigned x, unsigned y, unsigned z, End& e) {
+    e.y = y;
+    e.z = z;
+    if (t == hipMemoryTypeArray) {
+      auto it = g_arrays.find(array);
+      if (it == g_arrays.end()) return false;
+      const FakeArray& fa = it->second;
+      e.array = array;
+      e.x = x / elem;
+      e.pitch = fa.w * fa.elem;
+      e.rows = fa.h;
+      e.ptr = fa.store->bytes.data();
+      return e.x + p.WidthInBytes / elem <= fa.w && y + p.Height <= fa.h && z + p.Depth <= fa.d &&
+             p.WidthInBytes / elem > 0;
+    }
+    e.ptr = static_cast<unsigned char*>(const_cast<void*>(t == hipMemoryTypeHost ? host : dev));
+    e.x = x;
+    e.pitch = pitch;
+    e.rows = height;
+    // HIP's BufferRect: rows must hold the width, slices the rows.
+    return e.ptr != nullptr && pitch >= x + row_bytes && (p.Depth == 1 || height >= y + p.Height);
+  };
+  End src, dst;
+  if (!resolve(st, p.srcHost, p.srcDevice, p.srcArray, p.srcPitch, p.srcHeight, p.srcXInBytes,
+               p.srcY, p.srcZ, src) ||
+      !resolve(dt, p.dstHost, p.dstDevice, p.dstArray, p.dstPitch, p.dstHeight, p.dstXInBytes,
+               p.dstY, p.dstZ, dst))
+    return done("hipDrvMemcpy3DAsync", args, hipErrorInvalidValue);
+  // Array ends count x in elements of `elem` bytes from here on.
+  auto at = [elem](const End& e, std::size_t row, std::size_t slice) {
+    const std::size_t x_bytes = e.array != nullptr ? e.x * elem : e.x;
+    return e.ptr + ((e.z + slice) * e.rows + e.y + row) * e.pitch + x_bytes;
+  };
+  // The arrays' storage stays alive with the copy (a destroyed array's store is freed last).
+  std::shared_ptr<ArrayStore> keep_src, keep_dst;
+  if (src.array) keep_src = g_arrays[src.array].store;
+  if (dst.array) keep_dst = g_arrays[dst.array].store;
+  s->submit([=] {
+    (void)keep_src;
+    (void)keep_dst;
+    for (std::size_t z = 0; z < p.Depth; ++z)
+      for (std::size_t y = 0; y < p.Height; ++y)
+        std::memmove(at(dst, y, z), at(src, y, z), row_bytes);
+  });
+  return done("hipDrvMemcpy3DAsync", args, hipSuccess);
+}
+
+FAKE_API hipError_t hipTexObjectCreate(hipTextureObject_t* out, const HIP_RESOURCE_DESC* r,
+                                       const HIP_TEXTURE_DESC* t, const HIP_RESOURCE_VIEW_DESC* v) {
+  if (out == nullptr || r == nullptr || t == nullptr)
+    return done("hipTexObjectCreate", "null", hipErrorInvalidValue);
+  std::string res;
+  {
+    std::lock_guard lock(g_images_mu);
+    switch (r->resType) {
+      case HIP_RESOURCE_TYPE_ARRAY:
+        res = "array " + array_name(r->res.array.hArray);
+        break;
+      case HIP_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+        res = "mipmapped";
+        break;
+      case HIP_RESOURCE_TYPE_LINEAR:
+        res = fmt("linear %s format 0x%x x%u %zu bytes", N(r->res.linear.devPtr).c_str(),
+                  static_cast<unsigned>(r->res.linear.format), r->res.linear.numChannels,
+                  r->res.linear.sizeInBytes);
+        break;
+      case HIP_RESOURCE_TYPE_PITCH2D:
+        res = fmt("pitch2D %s format 0x%x x%u %zux%zu pitch %zu", N(r->res.pitch2D.devPtr).c_str(),
+                  static_cast<unsigned>(r->res.pitch2D.format), r->res.pitch2D.numChannels,
+                  r->res.pitch2D.width, r->res.pitch2D.height, r->res.pitch2D.pitchInBytes);
+        break;
+      default:
+        res = fmt("bad type %d", static_cast<int>(r->resType));
+    }
+  }
+  std::string args =
+      "{" + res +
+      fmt("}, {address %d,%d,%d filter %d flags 0x%x mipmap filter %d aniso %u bias %g clamp "
+          "%g..%g border %g,%g,%g,%g}",
+          t->addressMode[0], t->addressMode[1], t->addressMode[2], t->filterMode, t->flags,
+          t->mipmapFilterMode, t->maxAnisotropy, t->mipmapLevelBias, t->minMipmapLevelClamp,
+          t->maxMipmapLevelClamp, t->borderColor[0], t->borderColor[1], t->borderColor[2],
+          t->borderColor[3]);
+  args += v == nullptr ? ", no view"
+                       : fmt(", view {format 0x%x %zux%zux%zu levels %u..%u layers %u..%u}",
+                             static_cast<unsigned>(v->format), v->width, v->height, v->depth,
+                             v->firstMipmapLevel, v->lastMipmapLevel, v->firstLayer, v->lastLayer);
+  FAKE_INJECT("hipTexObjectCreate", args);
+  auto bad = [&] { return done("hipTexObjectCreate", args, hipErrorInvalidValue); };
+  // Stricter than HIP 5.2, which ignores what it does not know.
+  if (r->flags != 0 || (t->flags & ~unsigned{HIP_TRSF_READ_AS_INTEGER |
+                                             HIP_TRSF_NORMALIZED_COORDINATES | HIP_TRSF_SRGB}))
+    return bad();
+  for (int i = 0; i < 3; ++i)
+    if (t->addressMode[i] < HIP_TR_ADDRESS_MODE_WRAP ||
+        t->addressMode[i] > HIP_TR_ADDRESS_MODE_BORDER)
+      return bad();
+  for (HIPfilter_mode f : {t->filterMode, t->mipmapFilterMode})
+    if (f != HIP_TR_FILTER_MODE_POINT && f != HIP_TR_FILTER_MODE_LINEAR) return bad();
+  // HIP 5.2's own checks, in its order.
+  if (v != nullptr && r->resType != HIP_RESOURCE_TYPE_ARRAY &&
+      r->resType != HIP_RESOURCE_TYPE_MIPMAPPED_ARRAY)
+    return bad();
+  if (v != nullptr &&
+      (v->format == HIP_RES_VIEW_FORMAT_NONE || v->format > HIP_RES_VIEW_FORMAT_UNSIGNED_BC7))
+    return bad();  // HIP 5.2 converts the view's format without a "none"
+  auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 256 == 0; };
+  switch (r->resType) {
+    case HIP_RESOURCE_TYPE_ARRAY: {
+      std::lock_guard lock(g_images_mu);
+      if (g_arrays.count(r->res.array.hArray) == 0) return bad();
+      break;
+    }
+    case HIP_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+      if (r->res.mipmap.hMipmappedArray == nullptr || !(t->flags & HIP_TRSF_NORMALIZED_COORDINATES))
+        return bad();
+      return done("hipTexObjectCreate", args, hipErrorNotSupported);
+    case HIP_RESOURCE_TYPE_LINEAR:
+      if (r->res.linear.devPtr == nullptr || !aligned(r->res.linear.devPtr) ||
+          channel_bytes(r->res.linear.format) == 0 || N(r->res.linear.devPtr).rfind("dev", 0) != 0)
+        return bad();
+      break;
+    case HIP_RESOURCE_TYPE_PITCH2D:
+      if (r->res.pitch2D.devPtr == nullptr || !aligned(r->res.pitch2D.devPtr) ||
+          r->res.pitch2D.pitchInBytes % 256 != 0 || channel_bytes(r->res.pitch2D.format) == 0)
+        return bad();
+      break;
+    default:
+      return bad();
+  }
+  if (t->maxAnisotropy != 0 || t->mipmapLevelBias != 0 || t->minMipmapLevelClamp != 0 ||
+      t->maxMipmapLevelClamp != 0)
+    return done("hipTexObjectCreate", args, hipErrorNotSupported);
+  auto* handle = reinterpret_cast<hipTextureObject_t>(new char);
+  {
+    std::lock_guard lock(g_images_mu);
+    g_textures[handle] = FakeTexture{*r, *t};
+  }
+  *out = handle;
+  return done("hipTexObjectCreate", args, hipSuccess, new_handle(handle, "texture"));
+}
+FAKE_API hipError_t hipTexObjectDestroy(hipTextureObject_t o) {
+  const std::string args = N(o);
+  {
+    std::lock_guard lock(g_images_mu);
+    if (g_textures.erase(o) == 0) return done("hipTexObjectDestroy", args, hipErrorInvalidValue);
+  }
+  drop_handle(o);
+  delete reinterpret_cast<char*>(o);
+  return done("hipTexObjectDestroy", args, hipSuccess);
+}
+
+// C++ linkage, as ROCm 5.2 declares and exports them (see hip_image_functions.inc).
+__attribute__((visibility("default"))) hipError_t hipCreateSurfaceObject(hipSurfaceObject_t* out,
+                                                                         const hipResourceDesc* r) {
+  if (out == nullptr || r == nullptr)
+    return done("hipCreateSurfaceObject", "null", hipErrorInvalidValue);
+  std::unique_lock lock(g_images_mu);
+  const bool array = r->resType == hipResourceTypeArray && g_arrays.count(r->res.array.array) != 0;
+  const std::string args =
+      array ? "array " + array_name(r->res.array.array) : fmt("type %d", r->resType);
+  if (!array) {
+    lock.unlock();
+    return done("hipCreateSurfaceObject", args, hipErrorInvalidValue);
+  }
+  auto* handle = reinterpret_cast<hipSurfaceObject_t>(new char);
+  g_surfaces[handle] = *r;
+  lock.unlock();
+  *out = handle;
+  return done("hipCreateSurfaceObject", args, hipSuccess, new_handle(handle, "surface"));
+}
+__attribute__((visibility("default"))) hipError_t hipDestroySurfaceObject(hipSurfaceObject_t o) {
+  const std::string args = N(o);
+  {
+    std::lock_guard lock(g_images_mu);
+    if (g_surfaces.erase(o) == 0)
+      return done("hipDestroySurfaceObject", args, hipErrorInvalidValue);
+  }
+  drop_handle(o);
+  delete reinterpret_cast<char*>(o);
+  return done("hipDestroySurfaceObject", args, hipSuccess);
+}
+
+// Test hooks: live image objects, and the storage of the array last created (or the level
+// last asked for): its bytes, packed rows and slices.
+FAKE_API void fakehip_live_images(int* arrays, int* mipmapped, int* textures, int* surfaces) {
+  std::lock_guard lock(g_images_mu);
+  *arrays = static_cast<int>(g_arrays.size());
+  *mipmapped = static_cast<int>(g_mipmapped.size());
+  *textures = static_cast<int>(g_textures.size());
+  *surfaces = static_cast<int>(g_surfaces.size());
+}
+FAKE_API unsigned char* fakehip_last_array(std::size_t* bytes) {
+  std::lock_guard lock(g_images_mu);
+  auto it = g_arrays.find(g_last_array);
+  if (it == g_arrays.end()) return nullptr;
+  *bytes = it->second.store->bytes.size();
+  return it->second.store->bytes.data();
 }

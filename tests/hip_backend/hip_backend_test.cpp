@@ -11,6 +11,7 @@
 #include <nvrtc.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -496,6 +497,547 @@ TEST_F(Hip, ModuleLoadRejectsNonAmdgpuImages) {
   const char ptx[] = ".version 8.0\n.target sm_80\n";
   EXPECT_EQ(cuModuleLoadData(&m, ptx), CUDA_ERROR_INVALID_IMAGE);
   EXPECT_EQ(std::string(fake().log()).find("hipModuleLoadData"), std::string::npos);
+}
+
+// --- CUDA arrays, texture and surface objects over HIP's (issue 17) ---
+
+struct LiveImages {
+  int arrays = 0, mipmapped = 0, textures = 0, surfaces = 0;
+  bool operator==(const LiveImages&) const = default;
+};
+LiveImages live_images() {
+  static auto* fn = reinterpret_cast<void (*)(int*, int*, int*, int*)>(dlsym(
+      dlopen(env("CUDAMUX_HIP_RUNTIME").c_str(), RTLD_NOW | RTLD_LOCAL), "fakehip_live_images"));
+  LiveImages l;
+  fn(&l.arrays, &l.mipmapped, &l.textures, &l.surfaces);
+  return l;
+}
+// The fake's storage of the array created (or level asked for) last: packed rows and slices.
+std::vector<unsigned char> last_array_bytes() {
+  static auto* fn = reinterpret_cast<unsigned char* (*)(size_t*)>(dlsym(
+      dlopen(env("CUDAMUX_HIP_RUNTIME").c_str(), RTLD_NOW | RTLD_LOCAL), "fakehip_last_array"));
+  size_t n = 0;
+  const unsigned char* p = fn(&n);
+  return p ? std::vector<unsigned char>(p, p + n) : std::vector<unsigned char>();
+}
+bool logged(const std::string& needle) {
+  return std::string(fake().log()).find(needle) != std::string::npos;
+}
+
+CUDA_ARRAY3D_DESCRIPTOR array_desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch,
+                                   unsigned flags = 0) {
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  desc.Width = w;
+  desc.Height = h;
+  desc.Depth = d;
+  desc.Format = f;
+  desc.NumChannels = ch;
+  desc.Flags = flags;
+  return desc;
+}
+
+std::vector<unsigned char> bytes_pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 37 + seed * 11 + i / 256);
+  return v;
+}
+
+TEST_F(Hip, ArraysOfEveryShapeAndFormatReachHipTranslated) {
+  struct Case {
+    CUDA_ARRAY3D_DESCRIPTOR desc;
+    hipArray_Format hip_format;
+    unsigned hip_flags;
+  };
+  const Case cases[] = {
+      {array_desc(64, 0, 0, CU_AD_FORMAT_FLOAT, 1), HIP_AD_FORMAT_FLOAT, 0},
+      {array_desc(16, 8, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4), HIP_AD_FORMAT_UNSIGNED_INT8, 0},
+      {array_desc(8, 4, 3, CU_AD_FORMAT_HALF, 2), HIP_AD_FORMAT_HALF, 0},
+      {array_desc(8, 8, 4, CU_AD_FORMAT_SIGNED_INT16, 1, CUDA_ARRAY3D_LAYERED),
+       HIP_AD_FORMAT_SIGNED_INT16, hipArrayLayered},
+      {array_desc(32, 0, 5, CU_AD_FORMAT_UNSIGNED_INT32, 2, CUDA_ARRAY3D_LAYERED),
+       HIP_AD_FORMAT_UNSIGNED_INT32, hipArrayLayered},
+      // SURFACE_LDST is CUDA's permission only: HIP 5.2 would refuse the bit.
+      {array_desc(16, 16, 0, CU_AD_FORMAT_SIGNED_INT8, 1, CUDA_ARRAY3D_SURFACE_LDST),
+       HIP_AD_FORMAT_SIGNED_INT8, 0},
+      {array_desc(4, 4, 4, CU_AD_FORMAT_SIGNED_INT32, 4), HIP_AD_FORMAT_SIGNED_INT32, 0},
+      {array_desc(8, 2, 0, CU_AD_FORMAT_UNSIGNED_INT16, 2), HIP_AD_FORMAT_UNSIGNED_INT16, 0},
+  };
+  const LiveImages before = live_images();
+  for (const Case& c : cases) {
+    fake().clear();
+    CUarray a = nullptr;
+    ASSERT_EQ(cuArray3DCreate_v2(&a, &c.desc), CUDA_SUCCESS);
+    char want[160];
+    std::snprintf(want, sizeof want,
+                  "hipArray3DCreate({%zux%zux%zu, format 0x%x, %u ch, flags 0x%x}) -> hipSuccess",
+                  c.desc.Width, c.desc.Height, c.desc.Depth, static_cast<unsigned>(c.hip_format),
+                  c.desc.NumChannels, c.hip_flags);
+    EXPECT_TRUE(logged(want)) << want << "\n" << fake().log();
+    CUDA_ARRAY3D_DESCRIPTOR got{};
+    ASSERT_EQ(cuArray3DGetDescriptor_v2(&got, a), CUDA_SUCCESS);
+    EXPECT_EQ(std::memcmp(&got, &c.desc, sizeof got), 0);
+    EXPECT_EQ(live_images().arrays, before.arrays + 1);
+    ASSERT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+    EXPECT_TRUE(logged("hipArrayDestroy(array")) << fake().log();
+    EXPECT_EQ(live_images(), before);
+  }
+  // The 2D entry point and its descriptor query.
+  CUDA_ARRAY_DESCRIPTOR d2{};
+  d2.Width = 24;
+  d2.Height = 6;
+  d2.Format = CU_AD_FORMAT_HALF;
+  d2.NumChannels = 4;
+  CUarray a = nullptr;
+  fake().clear();
+  ASSERT_EQ(cuArrayCreate_v2(&a, &d2), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("hipArray3DCreate({24x6x0, format 0x10, 4 ch, flags 0x0}) -> hipSuccess"))
+      << fake().log();
+  CUDA_ARRAY_DESCRIPTOR back{};
+  ASSERT_EQ(cuArrayGetDescriptor_v2(&back, a), CUDA_SUCCESS);
+  EXPECT_EQ(back.Width, 24u);
+  EXPECT_EQ(back.Height, 6u);
+  EXPECT_EQ(back.Format, CU_AD_FORMAT_HALF);
+  EXPECT_EQ(back.NumChannels, 4u);
+  ASSERT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+  // Arrays die with their context.
+  ASSERT_EQ(cuArrayCreate_v2(&a, &d2), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxDestroy(ctx), CUDA_SUCCESS);
+  ctx = nullptr;
+  EXPECT_EQ(live_images(), before);
+}
+
+TEST_F(Hip, HostArrayHostCopiesMoveBytesWithPitchesAndOffsets) {
+  // 2D: 16 x 8 elements of 4 bytes (UNSIGNED_INT16 x 2), filled from rows of 80 bytes.
+  CUarray a = nullptr;
+  const auto d = array_desc(16, 8, 0, CU_AD_FORMAT_UNSIGNED_INT16, 2);
+  ASSERT_EQ(cuArray3DCreate_v2(&a, &d), CUDA_SUCCESS);
+  const auto src = bytes_pattern(80 * 8, 1);
+  CUDA_MEMCPY2D in{};
+  in.srcMemoryType = CU_MEMORYTYPE_HOST;
+  in.srcHost = src.data();
+  in.srcPitch = 80;
+  in.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  in.dstArray = a;
+  in.WidthInBytes = 64;
+  in.Height = 8;
+  fake().clear();
+  ASSERT_EQ(cuMemcpy2D_v2(&in), CUDA_SUCCESS);
+  EXPECT_TRUE(
+      logged("hipDrvMemcpy3DAsync({src Host host hostmem dev hostmem pitch 80 height 8 "
+             "x 0 y 0 z 0, dst array array"))
+      << fake().log();
+  std::vector<unsigned char> storage = last_array_bytes();
+  ASSERT_EQ(storage.size(), 16u * 8 * 4);
+  for (size_t y = 0; y < 8; ++y)
+    ASSERT_EQ(std::memcmp(&storage[y * 64], &src[y * 80], 64), 0) << "row " << y;
+  // Back: a box of 6 elements from (2, 3), 4 rows, to (4 bytes, row 1) of rows of 40 bytes.
+  std::vector<unsigned char> out(40 * 6, 0xee);
+  CUDA_MEMCPY2D back{};
+  back.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  back.srcArray = a;
+  back.srcXInBytes = 8;
+  back.srcY = 3;
+  back.dstMemoryType = CU_MEMORYTYPE_HOST;
+  back.dstHost = out.data();
+  back.dstPitch = 40;
+  back.dstXInBytes = 4;
+  back.dstY = 1;
+  back.WidthInBytes = 24;
+  back.Height = 4;
+  ASSERT_EQ(cuMemcpy2D_v2(&back), CUDA_SUCCESS);
+  for (size_t y = 0; y < 6; ++y)
+    for (size_t x = 0; x < 40; ++x) {
+      const bool inside = y >= 1 && y < 5 && x >= 4 && x < 28;
+      const unsigned char want = inside ? src[(y - 1 + 3) * 80 + 8 + (x - 4)] : 0xee;
+      ASSERT_EQ(out[y * 40 + x], want) << "x " << x << " y " << y;
+    }
+  ASSERT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+
+  // 3D: 8 x 4 x 3 floats; a 4 x 2 x 2 box at (1, 1, 1) from host slices of 5 rows of 40 bytes.
+  const auto d3 = array_desc(8, 4, 3, CU_AD_FORMAT_FLOAT, 1);
+  ASSERT_EQ(cuArray3DCreate_v2(&a, &d3), CUDA_SUCCESS);
+  const auto box = bytes_pattern(40 * 5 * 2, 2);
+  CUDA_MEMCPY3D p{};
+  p.srcMemoryType = CU_MEMORYTYPE_HOST;
+  p.srcHost = box.data();
+  p.srcPitch = 40;
+  p.srcHeight = 5;
+  p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  p.dstArray = a;
+  p.dstXInBytes = 4;
+  p.dstY = 1;
+  p.dstZ = 1;
+  p.WidthInBytes = 16;
+  p.Height = 2;
+  p.Depth = 2;
+  fake().clear();
+  ASSERT_EQ(cuMemcpy3D_v2(&p), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("x 4 y 1 z 1, 16x2x2}")) << fake().log();
+  storage = last_array_bytes();
+  ASSERT_EQ(storage.size(), 8u * 4 * 3 * 4);
+  for (size_t z = 0; z < 3; ++z)
+    for (size_t y = 0; y < 4; ++y)
+      for (size_t x = 0; x < 32; ++x) {
+        const bool inside = z >= 1 && y >= 1 && y < 3 && x >= 4 && x < 20;
+        const size_t at = (z * 4 + y) * 32 + x;
+        if (inside)
+          ASSERT_EQ(storage[at], box[((z - 1) * 5 + (y - 1)) * 40 + (x - 4)]) << at;
+        else
+          ASSERT_EQ(storage[at], 0xcd) << "untouched byte " << at;
+      }
+  // The whole array back into slices of 6 rows of 48 bytes: the same bytes.
+  std::vector<unsigned char> whole(48 * 6 * 3, 0);
+  CUDA_MEMCPY3D q{};
+  q.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  q.srcArray = a;
+  q.dstMemoryType = CU_MEMORYTYPE_HOST;
+  q.dstHost = whole.data();
+  q.dstPitch = 48;
+  q.dstHeight = 6;
+  q.WidthInBytes = 32;
+  q.Height = 4;
+  q.Depth = 3;
+  ASSERT_EQ(cuMemcpy3D_v2(&q), CUDA_SUCCESS);
+  for (size_t z = 0; z < 3; ++z)
+    for (size_t y = 0; y < 4; ++y)
+      ASSERT_EQ(std::memcmp(&whole[(z * 6 + y) * 48], &storage[(z * 4 + y) * 32], 32), 0);
+
+  // Device memory ends: pitched device rows to the array and back through linear memory.
+  CUdeviceptr rows = 0;
+  size_t pitch = 0;
+  ASSERT_EQ(cuMemAllocPitch(&rows, &pitch, 32, 4, 4), CUDA_SUCCESS);
+  CUDA_MEMCPY2D to_dev{};
+  to_dev.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  to_dev.srcArray = a;
+  to_dev.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  to_dev.dstDevice = rows;
+  to_dev.dstPitch = pitch;
+  to_dev.WidthInBytes = 32;
+  to_dev.Height = 4;
+  fake().clear();
+  ASSERT_EQ(cuMemcpy2D_v2(&to_dev), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("dst Device host dev")) << fake().log();
+  for (size_t y = 0; y < 4; ++y)  // the fake's device memory is host memory
+    EXPECT_EQ(std::memcmp(reinterpret_cast<unsigned char*>(rows) + y * pitch, &storage[y * 32], 32),
+              0);
+  // 1D along row 0 from a byte offset (cuMemcpyHtoA / AtoH).
+  const auto row = bytes_pattern(12, 3);
+  ASSERT_EQ(cuMemcpyHtoA_v2(a, 8, row.data(), 12), CUDA_SUCCESS);
+  std::vector<unsigned char> row_back(12);
+  ASSERT_EQ(cuMemcpyAtoH_v2(row_back.data(), a, 8, 12), CUDA_SUCCESS);
+  EXPECT_EQ(row_back, row);
+  EXPECT_EQ(std::memcmp(&last_array_bytes()[8], row.data(), 12), 0);
+  EXPECT_EQ(cuMemFree(rows), CUDA_SUCCESS);
+  ASSERT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+}
+
+TEST_F(Hip, ArrayToArrayCopies) {
+  CUarray from = nullptr, to = nullptr, bytes = nullptr;
+  const auto df = array_desc(8, 4, 0, CU_AD_FORMAT_FLOAT, 1);
+  const auto dt = array_desc(8, 4, 0, CU_AD_FORMAT_UNSIGNED_INT32, 1);  // also 4 bytes
+  ASSERT_EQ(cuArray3DCreate_v2(&from, &df), CUDA_SUCCESS);
+  ASSERT_EQ(cuArray3DCreate_v2(&to, &dt), CUDA_SUCCESS);
+  const auto src = bytes_pattern(32 * 4, 4);
+  CUDA_MEMCPY2D fill{};
+  fill.srcMemoryType = CU_MEMORYTYPE_HOST;
+  fill.srcHost = src.data();
+  fill.srcPitch = 32;
+  fill.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  fill.dstArray = from;
+  fill.WidthInBytes = 32;
+  fill.Height = 4;
+  ASSERT_EQ(cuMemcpy2D_v2(&fill), CUDA_SUCCESS);
+  // A 3 x 2 box from (1, 1) to (4, 2).
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  c.srcArray = from;
+  c.srcXInBytes = 4;
+  c.srcY = 1;
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  c.dstArray = to;
+  c.dstXInBytes = 16;
+  c.dstY = 2;
+  c.WidthInBytes = 12;
+  c.Height = 2;
+  ASSERT_EQ(cuMemcpy2D_v2(&c), CUDA_SUCCESS);
+  std::vector<unsigned char> out(32 * 4);
+  ASSERT_EQ(cuMemcpyAtoH_v2(out.data(), to, 0, 32), CUDA_SUCCESS);  // row 0: untouched
+  const std::vector<unsigned char> untouched(32, 0xcd);
+  EXPECT_EQ(std::vector<unsigned char>(out.begin(), out.begin() + 32), untouched);
+  CUDA_MEMCPY2D read{};
+  read.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  read.srcArray = to;
+  read.dstMemoryType = CU_MEMORYTYPE_HOST;
+  read.dstHost = out.data();
+  read.dstPitch = 32;
+  read.WidthInBytes = 32;
+  read.Height = 4;
+  ASSERT_EQ(cuMemcpy2D_v2(&read), CUDA_SUCCESS);
+  for (size_t y = 2; y < 4; ++y)
+    EXPECT_EQ(std::memcmp(&out[y * 32 + 16], &src[(y - 1) * 32 + 4], 12), 0) << y;
+  // cuMemcpyAtoA along row 0.
+  ASSERT_EQ(cuMemcpyAtoA_v2(to, 4, from, 8, 16), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyAtoH_v2(out.data(), to, 0, 32), CUDA_SUCCESS);
+  EXPECT_EQ(std::memcmp(&out[4], &src[8], 16), 0);
+  // Elements of different sizes: HIP 5.2 would count both ends in the source's.
+  const auto db = array_desc(32, 4, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1);
+  ASSERT_EQ(cuArray3DCreate_v2(&bytes, &db), CUDA_SUCCESS);
+  fake().clear();
+  EXPECT_EQ(cuMemcpyAtoA_v2(bytes, 0, from, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_FALSE(logged("hipDrvMemcpy3DAsync")) << fake().log();
+  for (CUarray x : {from, to, bytes}) EXPECT_EQ(cuArrayDestroy(x), CUDA_SUCCESS);
+}
+
+TEST_F(Hip, MipmappedArrayLevelsAreHipsLevelViews) {
+  const LiveImages before = live_images();
+  const auto d = array_desc(16, 8, 0, CU_AD_FORMAT_FLOAT, 1);
+  CUmipmappedArray m = nullptr;
+  fake().clear();
+  ASSERT_EQ(cuMipmappedArrayCreate(&m, &d, 3), CUDA_SUCCESS);
+  EXPECT_TRUE(
+      logged("hipMipmappedArrayCreate({16x8x0, format 0x20, 1 ch, flags 0x0}, 3 levels) "
+             "-> hipSuccess"))
+      << fake().log();
+  CUarray level = nullptr, again = nullptr;
+  ASSERT_EQ(cuMipmappedArrayGetLevel(&level, m, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuMipmappedArrayGetLevel(&again, m, 1), CUDA_SUCCESS);
+  EXPECT_EQ(level, again);
+  const std::string log = fake().log();
+  EXPECT_EQ(log.find("hipMipmappedArrayGetLevel("), log.rfind("hipMipmappedArrayGetLevel("))
+      << "one HIP level view per level:\n"
+      << log;
+  CUDA_ARRAY3D_DESCRIPTOR ld{};
+  ASSERT_EQ(cuArray3DGetDescriptor_v2(&ld, level), CUDA_SUCCESS);
+  EXPECT_EQ(ld.Width, 8u);
+  EXPECT_EQ(ld.Height, 4u);
+  const auto src = bytes_pattern(8 * 4 * 4, 5);
+  CUDA_MEMCPY2D in{};
+  in.srcMemoryType = CU_MEMORYTYPE_HOST;
+  in.srcHost = src.data();
+  in.srcPitch = 32;
+  in.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  in.dstArray = level;
+  in.WidthInBytes = 32;
+  in.Height = 4;
+  ASSERT_EQ(cuMemcpy2D_v2(&in), CUDA_SUCCESS);
+  EXPECT_EQ(last_array_bytes(), src);  // level 1's storage
+  std::vector<unsigned char> out(src.size());
+  EXPECT_EQ(cuMemcpyAtoH_v2(out.data(), level, 0, out.size()), CUDA_ERROR_INVALID_VALUE)
+      << "row 0 holds 32 bytes only";
+  CUDA_MEMCPY2D back{};
+  back.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  back.srcArray = level;
+  back.dstMemoryType = CU_MEMORYTYPE_HOST;
+  back.dstHost = out.data();
+  back.dstPitch = 32;
+  back.WidthInBytes = 32;
+  back.Height = 4;
+  ASSERT_EQ(cuMemcpy2D_v2(&back), CUDA_SUCCESS);
+  EXPECT_EQ(out, src);
+  fake().clear();
+  ASSERT_EQ(cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
+  const std::string end = fake().log();
+  EXPECT_NE(end.find("hipArrayDestroy(mipmapped"), std::string::npos) << end;
+  EXPECT_LT(end.find("hipArrayDestroy(mipmapped"), end.find("hipMipmappedArrayDestroy(mipmapped"))
+      << end;
+  EXPECT_EQ(live_images(), before);
+}
+
+CUDA_TEXTURE_DESC texture_desc(CUaddress_mode mode, CUfilter_mode filter, unsigned flags) {
+  CUDA_TEXTURE_DESC t{};
+  for (auto& m : t.addressMode) m = mode;
+  t.filterMode = filter;
+  t.flags = flags;
+  t.borderColor[0] = 0.5f;
+  t.borderColor[3] = 1.0f;
+  return t;
+}
+
+TEST_F(Hip, TextureAndSurfaceObjectsCarryTranslatedDescriptors) {
+  const LiveImages before = live_images();
+  CUarray a = nullptr;
+  const auto d = array_desc(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SURFACE_LDST);
+  ASSERT_EQ(cuArray3DCreate_v2(&a, &d), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC r{};
+  r.resType = CU_RESOURCE_TYPE_ARRAY;
+  r.res.array.hArray = a;
+  const CUDA_TEXTURE_DESC t =
+      texture_desc(CU_TR_ADDRESS_MODE_BORDER, CU_TR_FILTER_MODE_LINEAR,
+                   CU_TRSF_NORMALIZED_COORDINATES | CU_TRSF_READ_AS_INTEGER);
+  CUtexObject tex = 0;
+  fake().clear();
+  ASSERT_EQ(cuTexObjectCreate(&tex, &r, &t, nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("hipTexObjectCreate({array array")) << fake().log();
+  EXPECT_TRUE(
+      logged("}, {address 3,3,3 filter 1 flags 0x3 mipmap filter 0 aniso 0 bias 0 clamp "
+             "0..0 border 0.5,0,0,1}, no view) -> hipSuccess texture"))
+      << fake().log();
+  CUDA_RESOURCE_DESC rback{};
+  ASSERT_EQ(cuTexObjectGetResourceDesc(&rback, tex), CUDA_SUCCESS);
+  EXPECT_EQ(rback.resType, CU_RESOURCE_TYPE_ARRAY);
+  EXPECT_EQ(rback.res.array.hArray, a);  // the program's handle, not HIP's
+  CUDA_TEXTURE_DESC tback{};
+  ASSERT_EQ(cuTexObjectGetTextureDesc(&tback, tex), CUDA_SUCCESS);
+  EXPECT_EQ(std::memcmp(&tback, &t, sizeof t), 0);
+  CUDA_RESOURCE_VIEW_DESC vback{};
+  EXPECT_EQ(cuTexObjectGetResourceViewDesc(&vback, tex), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(live_images().textures, before.textures + 1);
+  ASSERT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("hipTexObjectDestroy(texture")) << fake().log();
+
+  // A view of the whole array in another format of the same size; a view in the array's own
+  // format is no view to HIP.
+  CUDA_RESOURCE_VIEW_DESC v{};
+  v.format = CU_RES_VIEW_FORMAT_UINT_1X32;
+  v.width = 16;
+  v.height = 16;
+  fake().clear();
+  ASSERT_EQ(cuTexObjectCreate(&tex, &r, &t, &v), CUDA_SUCCESS);
+  EXPECT_TRUE(logged(", view {format 0xd 16x16x0 levels 0..0 layers 0..0}) -> hipSuccess"))
+      << fake().log();
+  ASSERT_EQ(cuTexObjectGetResourceViewDesc(&vback, tex), CUDA_SUCCESS);
+  EXPECT_EQ(vback.format, CU_RES_VIEW_FORMAT_UINT_1X32);
+  ASSERT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+  v.format = CU_RES_VIEW_FORMAT_NONE;
+  fake().clear();
+  ASSERT_EQ(cuTexObjectCreate(&tex, &r, &t, &v), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("no view) -> hipSuccess")) << fake().log();
+  ASSERT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+
+  // Linear and pitched device memory.
+  CUdeviceptr lin = 0, pitched = 0;
+  size_t pitch = 0;
+  ASSERT_EQ(cuMemAlloc(&lin, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocPitch(&pitched, &pitch, 64 * 8, 32, 16), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC lr{};
+  lr.resType = CU_RESOURCE_TYPE_LINEAR;
+  lr.res.linear.devPtr = lin;
+  lr.res.linear.format = CU_AD_FORMAT_SIGNED_INT16;
+  lr.res.linear.numChannels = 2;
+  lr.res.linear.sizeInBytes = 4096;
+  const CUDA_TEXTURE_DESC point =
+      texture_desc(CU_TR_ADDRESS_MODE_CLAMP, CU_TR_FILTER_MODE_POINT, 0);
+  fake().clear();
+  ASSERT_EQ(cuTexObjectCreate(&tex, &lr, &point, nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("hipTexObjectCreate({linear dev")) << fake().log();
+  EXPECT_TRUE(logged(" format 0x9 x2 4096 bytes}, {address 1,1,1 filter 0 flags 0x0"))
+      << fake().log();
+  ASSERT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC pr{};
+  pr.resType = CU_RESOURCE_TYPE_PITCH2D;
+  pr.res.pitch2D.devPtr = pitched;
+  pr.res.pitch2D.format = CU_AD_FORMAT_HALF;
+  pr.res.pitch2D.numChannels = 4;
+  pr.res.pitch2D.width = 64;
+  pr.res.pitch2D.height = 32;
+  pr.res.pitch2D.pitchInBytes = pitch;
+  fake().clear();
+  ASSERT_EQ(cuTexObjectCreate(&tex, &pr, &point, nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(logged(" format 0x10 x4 64x32 pitch " + std::to_string(pitch) + "}")) << fake().log();
+  ASSERT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+
+  // A surface over the SURFACE_LDST array.
+  CUsurfObject surf = 0;
+  fake().clear();
+  ASSERT_EQ(cuSurfObjectCreate(&surf, &r), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("hipCreateSurfaceObject(array array")) << fake().log();
+  ASSERT_EQ(cuSurfObjectGetResourceDesc(&rback, surf), CUDA_SUCCESS);
+  EXPECT_EQ(rback.res.array.hArray, a);
+  EXPECT_EQ(live_images().surfaces, before.surfaces + 1);
+  ASSERT_EQ(cuSurfObjectDestroy(surf), CUDA_SUCCESS);
+  EXPECT_TRUE(logged("hipDestroySurfaceObject(surface")) << fake().log();
+  EXPECT_EQ(cuMemFree(lin), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(pitched), CUDA_SUCCESS);
+  ASSERT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+  EXPECT_EQ(live_images(), before);
+}
+
+// What HIP 5.2 lacks: CUDA_ERROR_NOT_SUPPORTED (docs/backends/hip.md), nothing left behind.
+TEST_F(Hip, ImagesHip52LacksAreNotSupported) {
+  const LiveImages before = live_images();
+  CUarray a = nullptr;
+  fake().clear();
+  const CUDA_ARRAY3D_DESCRIPTOR refused[] = {
+      array_desc(16, 16, 0, CU_AD_FORMAT_UNORM_INT8X1, 1),  // no normalized formats
+      array_desc(16, 16, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP),
+      array_desc(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_TEXTURE_GATHER),
+      array_desc(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_DEPTH_TEXTURE),
+  };
+  for (const auto& d : refused) {
+    EXPECT_EQ(cuArray3DCreate_v2(&a, &d), CUDA_ERROR_NOT_SUPPORTED) << d.Format << " " << d.Flags;
+    CUmipmappedArray m = nullptr;
+    EXPECT_EQ(cuMipmappedArrayCreate(&m, &d, 2), CUDA_ERROR_NOT_SUPPORTED);
+  }
+  EXPECT_FALSE(logged("hipArray3DCreate")) << fake().log();
+  EXPECT_FALSE(logged("hipMipmappedArrayCreate")) << fake().log();
+  // Bad descriptors are still CUDA's errors first.
+  const auto zero = array_desc(0, 16, 0, CU_AD_FORMAT_FLOAT, 1);
+  EXPECT_EQ(cuArray3DCreate_v2(&a, &zero), CUDA_ERROR_INVALID_VALUE);
+
+  // Texture objects: over a mipmapped array; address modes that differ between the
+  // coordinates of the array (HIP applies the first to all); CUDA-only flags; a view of part
+  // of a layered array; anisotropy (HIP 5.2 refuses it itself).
+  CUmipmappedArray m = nullptr;
+  const auto d2 = array_desc(16, 16, 0, CU_AD_FORMAT_FLOAT, 1);
+  ASSERT_EQ(cuMipmappedArrayCreate(&m, &d2, 2), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC mr{};
+  mr.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+  mr.res.mipmap.hMipmappedArray = m;
+  CUDA_TEXTURE_DESC t = texture_desc(CU_TR_ADDRESS_MODE_CLAMP, CU_TR_FILTER_MODE_POINT,
+                                     CU_TRSF_NORMALIZED_COORDINATES);
+  CUtexObject tex = 0;
+  fake().clear();
+  EXPECT_EQ(cuTexObjectCreate(&tex, &mr, &t, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_FALSE(logged("hipTexObjectCreate")) << fake().log();
+
+  ASSERT_EQ(cuArray3DCreate_v2(&a, &d2), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC r{};
+  r.resType = CU_RESOURCE_TYPE_ARRAY;
+  r.res.array.hArray = a;
+  t.addressMode[1] = CU_TR_ADDRESS_MODE_WRAP;
+  EXPECT_EQ(cuTexObjectCreate(&tex, &r, &t, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  CUarray one_d = nullptr;
+  const auto d1 = array_desc(64, 0, 0, CU_AD_FORMAT_FLOAT, 1);
+  ASSERT_EQ(cuArray3DCreate_v2(&one_d, &d1), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC r1 = r;
+  r1.res.array.hArray = one_d;
+  ASSERT_EQ(cuTexObjectCreate(&tex, &r1, &t, nullptr), CUDA_SUCCESS)
+      << "a 1D array reads x's mode only";
+  EXPECT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+  t.addressMode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+  for (unsigned flag : {CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION, CU_TRSF_SEAMLESS_CUBEMAP}) {
+    CUDA_TEXTURE_DESC f = t;
+    f.flags |= flag;
+    EXPECT_EQ(cuTexObjectCreate(&tex, &r, &f, nullptr), CUDA_ERROR_NOT_SUPPORTED) << flag;
+  }
+  fake().clear();
+  EXPECT_FALSE(logged("hipTexObjectCreate")) << fake().log();
+  CUarray layered = nullptr;
+  const auto dl = array_desc(8, 8, 4, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED);
+  ASSERT_EQ(cuArray3DCreate_v2(&layered, &dl), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC rl = r;
+  rl.res.array.hArray = layered;
+  CUDA_RESOURCE_VIEW_DESC v{};
+  v.format = CU_RES_VIEW_FORMAT_FLOAT_1X32;
+  v.width = 8;
+  v.height = 8;
+  v.depth = 4;
+  v.firstLayer = 1;
+  v.lastLayer = 2;
+  EXPECT_EQ(cuTexObjectCreate(&tex, &rl, &t, &v), CUDA_ERROR_NOT_SUPPORTED);
+  v.firstLayer = 0;
+  v.lastLayer = 3;
+  ASSERT_EQ(cuTexObjectCreate(&tex, &rl, &t, &v), CUDA_SUCCESS) << "every layer: only a format";
+  EXPECT_EQ(cuTexObjectDestroy(tex), CUDA_SUCCESS);
+  t.maxAnisotropy = 4;
+  fake().clear();
+  EXPECT_EQ(cuTexObjectCreate(&tex, &r, &t, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_TRUE(logged("aniso 4 ")) << fake().log();
+  EXPECT_TRUE(logged("-> hipErrorNotSupported")) << fake().log();
+
+  for (CUarray x : {a, one_d, layered}) EXPECT_EQ(cuArrayDestroy(x), CUDA_SUCCESS);
+  EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
+  EXPECT_EQ(live_images(), before);
 }
 
 // --- scenarios run as their own processes (see CMakeLists.txt; DISABLED_ keeps them out of

@@ -43,6 +43,18 @@ std::optional<OpenedLibrary> open_runtime(const std::string& name, HipApi& api, 
   if (!resolve(lib->handle, #fn, api.fn, lib->path, why)) return std::nullopt;
 #include "hip_functions.inc"
 #undef HIP_FN
+  std::string missing;
+#define HIP_IMAGE_FN(fn, symbol, params)                                            \
+  if (missing.empty() && !resolve(lib->handle, symbol, api.fn, lib->path, missing)) \
+    api.fn = nullptr;
+#include "hip_image_functions.inc"
+#undef HIP_IMAGE_FN
+  if (!missing.empty()) {
+#define HIP_IMAGE_FN(fn, symbol, params) api.fn = nullptr;
+#include "hip_image_functions.inc"
+#undef HIP_IMAGE_FN
+    api.images_missing = missing;
+  }
   return lib;
 }
 

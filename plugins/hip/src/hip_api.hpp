@@ -18,6 +18,11 @@ struct HipApi {
 #define HIP_FN(name, params) hipError_t(*name) params = nullptr;
 #include "hip_functions.inc"
 #undef HIP_FN
+  // Optional: all set, or all null with images_missing naming the first symbol not found.
+#define HIP_IMAGE_FN(name, symbol, params) hipError_t(*name) params = nullptr;
+#include "hip_image_functions.inc"
+#undef HIP_IMAGE_FN
+  std::string images_missing;
 };
 
 // hipRTC: inside libamdhip64.so.5 on ROCm 5.2; opened separately so that tests can pair

@@ -77,6 +77,20 @@ std::string_view table_name(Table t) noexcept {
       return "host_register_flag";
     case Table::mem_attach_flag:
       return "mem_attach_flag";
+    case Table::array_format:
+      return "array_format";
+    case Table::array3d_flag:
+      return "array3d_flag";
+    case Table::address_mode:
+      return "address_mode";
+    case Table::filter_mode:
+      return "filter_mode";
+    case Table::resource_type:
+      return "resource_type";
+    case Table::resource_view_format:
+      return "resource_view_format";
+    case Table::texture_flag:
+      return "texture_flag";
   }
   return "?";
 }

@@ -24,6 +24,13 @@ enum class Table : std::uint8_t {
   host_alloc_flag,
   host_register_flag,
   mem_attach_flag,
+  array_format,
+  array3d_flag,
+  address_mode,
+  filter_mode,
+  resource_type,
+  resource_view_format,
+  texture_flag,
 };
 
 struct Row {

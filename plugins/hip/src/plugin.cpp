@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "code_object.hpp"
+#include "common.hpp"
 #include "compiler.hpp"
 #include "config.hpp"
 #include "cudamux/backend.hpp"
 #include "hip_api.hpp"
+#include "images.hpp"
 #include "mapping.hpp"
 
 namespace cudamux::hip {
@@ -33,10 +35,6 @@ namespace {
 
 namespace be = cudamux::backend;
 using mapping::Table;
-
-constexpr be::Status status(hipError_t e) { return be::Status{static_cast<std::int32_t>(e)}; }
-constexpr be::Status kNotSupported = status(hipErrorNotSupported);
-constexpr be::Status kInvalidValue = status(hipErrorInvalidValue);
 
 class HipErrors final : public be::ErrorDomain {
  public:
@@ -56,34 +54,6 @@ class HipErrors final : public be::ErrorDomain {
   }
   [[nodiscard]] be::Status invalid_value() const noexcept override { return kInvalidValue; }
 };
-
-// The device this thread last made current in HIP. Only this plugin drives HIP in the
-// process, so the cache cannot go stale (a program calling HIP itself is not supported).
-thread_local int t_device = -1;
-
-be::Status use_device(const HipApi& api, int ordinal) {
-  if (t_device == ordinal) return be::kOk;
-  if (const hipError_t e = api.hipSetDevice(ordinal); e != hipSuccess) return status(e);
-  t_device = ordinal;
-  return be::kOk;
-}
-
-// Logs a CUDA argument the table has no HIP counterpart for (policy rule 4: arguments are
-// never guessed) and returns not_supported.
-be::Status unmapped_argument(spdlog::logger& log, Table t, std::int64_t cuda_value,
-                             const char* what) {
-  const auto* r = mapping::by_cuda(t, cuda_value);
-  log.warn("hip backend: {}: {} ({}) has no HIP counterpart ({}): returning not supported", what,
-           r != nullptr ? r->cuda_name : std::string_view("value"), cuda_value,
-           r != nullptr ? r->meaning : std::string_view("no row in the mapping tables"));
-  return kNotSupported;
-}
-
-be::Status map_flags(spdlog::logger& log, Table t, unsigned cuda, unsigned& hip, const char* what) {
-  unsigned bad = 0;
-  if (!mapping::flags_to_hip(t, cuda, hip, bad)) return unmapped_argument(log, t, bad, what);
-  return be::kOk;
-}
 
 // --- events ---
 
@@ -209,21 +179,8 @@ struct QueueRegistry {
   std::set<HipQueue*> queues;
 };
 
-CUmemorytype memory_type(be::MemKind k) {
-  switch (k) {
-    case be::MemKind::host_pageable:
-    case be::MemKind::host_pinned:
-      return CU_MEMORYTYPE_HOST;
-    case be::MemKind::device:
-      return CU_MEMORYTYPE_DEVICE;
-    case be::MemKind::managed:
-      return CU_MEMORYTYPE_UNIFIED;
-  }
-  return CU_MEMORYTYPE_UNIFIED;
-}
-
 hipMemcpyKind copy_kind(const be::CopyDesc& d) {
-  CUmemorytype src = memory_type(d.src_kind), dst = memory_type(d.dst_kind);
+  CUmemorytype src = cuda_memory_type(d.src_kind), dst = cuda_memory_type(d.dst_kind);
   // Managed memory on either side: HIP infers the direction from the addresses.
   if (src == CU_MEMORYTYPE_UNIFIED || dst == CU_MEMORYTYPE_UNIFIED)
     src = dst = CU_MEMORYTYPE_UNIFIED;
@@ -248,8 +205,9 @@ void host_call_trampoline(hipStream_t, hipError_t, void* p) {
 
 class HipQueue final : public be::Queue {
  public:
-  HipQueue(const HipApi& api, int ordinal, hipStream_t s, std::shared_ptr<QueueRegistry> registry)
-      : api_(api), ordinal_(ordinal), stream_(s), registry_(std::move(registry)) {
+  HipQueue(const HipApi& api, int ordinal, hipStream_t s, std::shared_ptr<QueueRegistry> registry,
+           HipImages* images)
+      : api_(api), ordinal_(ordinal), stream_(s), registry_(std::move(registry)), images_(images) {
     std::lock_guard lock(registry_->mu);
     registry_->queues.insert(this);
   }
@@ -264,6 +222,8 @@ class HipQueue final : public be::Queue {
   HipQueue& operator=(const HipQueue&) = delete;
 
   be::Status copy(const be::CopyDesc& d) override {
+    if (d.dst_array != 0 || d.src_array != 0)  // issue 17: ends in HIP arrays
+      return images_ != nullptr ? images_->copy(d, stream_) : kNotSupported;
     const bool peer = d.src_kind == be::MemKind::device && d.dst_kind == be::MemKind::device &&
                       d.src_device >= 0 && d.dst_device >= 0 && d.src_device != d.dst_device;
     if (d.height == 1 && d.depth == 1) {
@@ -358,6 +318,7 @@ class HipQueue final : public be::Queue {
   const int ordinal_;
   const hipStream_t stream_;
   const std::shared_ptr<QueueRegistry> registry_;
+  HipImages* const images_;  // null: the runtime has no image functions
 };
 
 // --- devices ---
@@ -468,11 +429,13 @@ class HipDevices final : public be::Devices {
 
 class HipContext final : public be::DeviceContext {
  public:
-  HipContext(const HipApi& api, const DeviceInfo& info, int ordinal, spdlog::logger& log)
+  HipContext(const HipApi& api, const DeviceInfo& info, int ordinal, spdlog::logger& log,
+             HipImages* images)
       : api_(api),
         info_(info),
         ordinal_(ordinal),
         log_(log),
+        images_(images),
         queues_(std::make_shared<QueueRegistry>()) {}
 
   [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
@@ -523,7 +486,7 @@ class HipContext final : public be::DeviceContext {
     hipStream_t s = nullptr;
     if (auto e = api_.hipStreamCreateWithPriority(&s, hipStreamNonBlocking, hip_priority(priority)))
       return status(e);
-    out = std::make_unique<HipQueue>(api_, ordinal_, s, queues_);
+    out = std::make_unique<HipQueue>(api_, ordinal_, s, queues_, images_);
     return be::kOk;
   }
   be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
@@ -582,6 +545,7 @@ class HipContext final : public be::DeviceContext {
   const DeviceInfo info_;
   const int ordinal_;
   spdlog::logger& log_;
+  HipImages* const images_;
   const std::shared_ptr<QueueRegistry> queues_;
 };
 
@@ -605,6 +569,12 @@ class HipBackend final : public be::Backend {
         devices_(runtime_ ? &runtime_->api : nullptr, std::move(devices), *log),
         config_(std::move(config)),
         log_(std::move(log)) {
+    if (runtime_ && HipImages::available(runtime_->api)) {
+      images_ = std::make_unique<HipImages>(runtime_->api, *log_);
+    } else if (runtime_) {
+      log_->info("hip backend: no CUDA arrays, textures or surfaces: the runtime has no {}",
+                 runtime_->api.images_missing);
+    }
     if (rtc_) {
       compiler_ = std::make_unique<HiprtcCompiler>(
           rtc_->api, [this] { return compile_arch(); }, log_,
@@ -619,11 +589,13 @@ class HipBackend final : public be::Backend {
   [[nodiscard]] const be::ErrorDomain& errors() const noexcept override { return errors_; }
   [[nodiscard]] be::Devices& devices() noexcept override { return devices_; }
   [[nodiscard]] be::Compiler* compiler() noexcept override { return compiler_.get(); }
+  [[nodiscard]] be::Images* images() noexcept override { return images_.get(); }
 
   be::Status open_context(int ordinal, unsigned /*ctx flags: HIP's are per device, process-wide*/,
                           std::unique_ptr<be::DeviceContext>& out) override {
     if (!devices_.valid(ordinal)) return status(hipErrorInvalidDevice);
-    out = std::make_unique<HipContext>(runtime_->api, devices_.info(ordinal), ordinal, *log_);
+    out = std::make_unique<HipContext>(runtime_->api, devices_.info(ordinal), ordinal, *log_,
+                                       images_.get());
     return be::kOk;
   }
 
@@ -652,6 +624,7 @@ class HipBackend final : public be::Backend {
   const HipConfig config_;
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<HiprtcCompiler> compiler_;
+  std::unique_ptr<HipImages> images_;
 };
 
 std::string hip_name(hipError_t e) {

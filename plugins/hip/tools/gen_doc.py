@@ -27,6 +27,13 @@ TITLES = {
     'host_alloc_flag': 'Host allocation flags (`CU_MEMHOSTALLOC_*` → `hipHostMalloc*`)',
     'host_register_flag': 'Host registration flags (`CU_MEMHOSTREGISTER_*` → `hipHostRegister*`)',
     'mem_attach_flag': 'Managed memory attach flags (`CU_MEM_ATTACH_*` → `hipMemAttach*`)',
+    'array_format': 'Array formats (`CUarray_format` → `hipArray_Format`)',
+    'array3d_flag': 'Array flags (`CUDA_ARRAY3D_*` → `hipArray*`)',
+    'address_mode': 'Texture address modes (`CUaddress_mode` → `HIPaddress_mode`)',
+    'filter_mode': 'Texture filter modes (`CUfilter_mode` → `HIPfilter_mode`)',
+    'resource_type': 'Resource types (`CUresourcetype` → `HIPresourcetype`)',
+    'resource_view_format': 'Resource view formats (`CUresourceViewFormat` → `HIPresourceViewFormat`)',
+    'texture_flag': 'Texture flags (`CU_TRSF_*` → `HIP_TRSF_*`)',
 }
 
 
