@@ -167,6 +167,7 @@ TEST_F(HipMemOpIpc, SixtyFourBitOperationsAndWriteFlags) {
   CUdeviceptr d = 0;
   ASSERT_CU(cuMemAlloc(&d, 64));
   ASSERT_CU(cuMemsetD8(d, 0, 64));
+  ASSERT_CU(cuCtxSynchronize());  // the memset is asynchronous to the non-blocking streams
   CUstream other = nullptr;
   ASSERT_CU(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
   const std::uint64_t key = 0x1122334455667788ull;

@@ -365,9 +365,13 @@ class HipQueue final : public be::Queue {
 // made it (CUDA_ERROR_INVALID_CONTEXT) where ROCm's documentation promises nothing.
 struct ExportedHandles {
   std::mutex mu;
-  std::set<std::string> handles;
+  std::map<std::string, void*> handles;  // handle bytes -> the allocation (forgotten when freed)
   static std::string key(const hipIpcMemHandle_t& h) {
     return std::string(h.reserved, sizeof h.reserved);
+  }
+  void forget(void* base) {
+    std::lock_guard lock(mu);
+    std::erase_if(handles, [&](const auto& entry) { return entry.second == base; });
   }
 };
 ExportedHandles& exported_handles() {
@@ -498,7 +502,10 @@ class HipContext final : public be::DeviceContext {
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
     return status(api_.hipMalloc(out, bytes));
   }
-  be::Status free(void* ptr) override { return status(api_.hipFree(ptr)); }
+  be::Status free(void* ptr) override {
+    exported_handles().forget(ptr);
+    return status(api_.hipFree(ptr));
+  }
   be::Status allocate_host(std::size_t bytes, unsigned flags, void** out) override {
     unsigned hip_flags = 0;
     if (auto st = map_flags(log_, Table::host_alloc_flag, flags, hip_flags, "cuMemHostAlloc");
@@ -572,7 +579,7 @@ class HipContext final : public be::DeviceContext {
     std::memcpy(&out, &h, sizeof out);
     auto& exported = exported_handles();
     std::lock_guard lock(exported.mu);
-    exported.handles.insert(ExportedHandles::key(h));
+    exported.handles[ExportedHandles::key(h)] = base;
     return true;
   }
   bool ipc_open_memory(const CUipcMemHandle& handle, unsigned flags, void** out, std::size_t& bytes,
