@@ -230,7 +230,15 @@ TEST_F(HipMemOpIpc, MemoryHandlesAreHipsAndNotForThisProcess) {
   EXPECT_EQ(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
             CUDA_ERROR_INVALID_CONTEXT);
   EXPECT_EQ(count_of("hipIpcOpenMemHandle("), 0u) << fake_log();
+  // Once the allocation is freed its handle is no longer this process's: HIP is asked, and
+  // cannot attach memory that is gone.
   ASSERT_CU(cuMemFree(d));
+  EXPECT_EQ(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_TRUE(
+      logged("hipIpcOpenMemHandle({size 4096, offset 0}, 0x0) -> "
+             "hipErrorInvalidDevicePointer"))
+      << fake_log();
 }
 
 // A handle HIP made elsewhere (here: by HIP directly, so the plugin did not export it) opens
