@@ -13,9 +13,6 @@ namespace {
 
 using Ipc = Driver;
 
-constexpr char kHipHasNoIpc[] =
-    "the hip backend has no IPC yet (CUDA_ERROR_NOT_SUPPORTED; docs/backends/hip.md)";
-
 std::string hex(const void* p, size_t n) {
   std::string out;
   char two[3];
@@ -40,7 +37,6 @@ std::string helper(const char* name) {
 TEST_F(Ipc, AnotherProcessOpensMemoryAndEvent) {
   CUDAMUX_SKIP_ON_ORACLE(
       "the child process got nothing from NVIDIA's driver directly (580); to debug");
-  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoIpc);
   const std::string child_path = helper("driver_ipc_child");
   if (access(child_path.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << child_path;
   DeviceBuffer buf(1 << 16);
@@ -86,12 +82,16 @@ TEST_F(Ipc, AnotherProcessOpensMemoryAndEvent) {
 TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
   CUDAMUX_SKIP_ON_ORACLE(
       "the child process got nothing from NVIDIA's driver directly (580); to debug");
-  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoIpc);
   CUDAMUX_KNOWN_DIFFERENCE(
       "cuda",
       "the core's pools over NVIDIA's memory: NVIDIA's 64-byte IPC handle does "
       "not fit beside the pointer record in CUmemPoolPtrExportData, so the "
       "other process's import is CUDA_ERROR_NOT_SUPPORTED (H100, 2026-11-26)");
+  CUDAMUX_KNOWN_DIFFERENCE(
+      "hip",
+      "the core's pools over HIP's memory: HIP's IPC handle uses all 64 bytes (ROCr's handle, "
+      "size, offset) and does not fit beside the pointer record in CUmemPoolPtrExportData, so "
+      "the other process's import is CUDA_ERROR_NOT_SUPPORTED (docs/backends/hip.md)");
   const std::string child_path = helper("driver_ipc_child");
   if (access(child_path.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << child_path;
   CUmemPoolProps props{};
@@ -134,7 +134,6 @@ TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
 }
 
 TEST_F(Ipc, Validation) {
-  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoIpc);
   DeviceBuffer buf(4096);
   CUipcMemHandle mh{};
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetMemHandle(nullptr, buf.ptr));

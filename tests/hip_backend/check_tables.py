@@ -15,7 +15,7 @@ ROW = re.compile(r'^CM_(MAP|HIP_ONLY|CUDA_ONLY)\((\w+), (.*), "(.*)"\)\s*$')
 PAIR = re.compile(r'CM_PAIR\((\w+), (\w+)\)')
 
 # table -> (CUDA: enum typedef or macro prefix, HIP: enum name or macro regex)
-# hipStreamWaitValue* belong to hipStreamWaitValue32 (CUDA: CUstreamWaitValue_flags), not mapped.
+# hipStreamWaitValue* are stream_wait_condition's (CUstreamWaitValue_flags), not stream flags.
 TYPES = {
     'error': (('enum', 'CUresult'), ('enum', 'hipError_t')),
     'device_attribute': (('enum', 'CUdevice_attribute'), ('enum', 'hipDeviceAttribute_t')),
@@ -38,6 +38,8 @@ TYPES = {
     'resource_type': (('enum', 'CUresourcetype'), ('enum', 'HIPresourcetype_enum')),
     'resource_view_format': (('enum', 'CUresourceViewFormat'), ('enum', 'HIPresourceViewFormat_enum')),
     'texture_flag': (('macro', r'CU_TRSF_\w+'), ('macro', r'HIP_TRSF_\w+')),
+    'stream_wait_condition': (('enum', 'CUstreamWaitValue_flags'), ('macro', r'hipStreamWaitValue[A-Z]\w*')),
+    'ipc_mem_flag': (('enum', 'CUipcMem_flags'), ('macro', r'hipIpcMem[A-Z]\w*')),
 }
 
 
@@ -93,7 +95,8 @@ def main():
                   for it in items if it['kind'] == 'enum' and it.get('typedef')}
     cuda_macros = {it['name'] for it in items if it['kind'] == 'macro'}
     hip_text = hip_headers(hip_dir)
-    hip_macros = set(re.findall(r'#define\s+(\w+)\s+0x[0-9a-fA-F]+\b', hip_text))
+    # Flag macros: hexadecimal, or decimal (hipIpcMemLazyEnablePeerAccess is 0).
+    hip_macros = set(re.findall(r'#define\s+(\w+)\s+(?:0x[0-9a-fA-F]+|[0-9]+)\b', hip_text))
     counted = 0
     for table, (cuda_type, hip_type) in TYPES.items():
         mine = [r for r in rows if r[1] == table]

@@ -10,10 +10,14 @@
 // FAKE_HIP_QUIET=1 (keep no log).
 #define __HIP_PLATFORM_AMD__
 #include <elf.h>
+#include <fcntl.h>
 #include <hip/hip_runtime_api.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -25,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +46,10 @@ struct Alloc {
   int id;
   int device;
   bool owned;  // memory the fake allocated (freed on release)
+  // Device memory lives in its own memfd (MAP_SHARED) so that another process can open it
+  // through hipIpcOpenMemHandle (/proc/<pid>/fd/<fd>); -1 for everything else.
+  int fd = -1;
+  std::size_t mapped = 0;  // bytes of the fd's mapping (munmap'ed on release)
 };
 
 struct State {
@@ -125,6 +134,12 @@ const char* err_name(hipError_t e) {
       return "hipErrorHostMemoryAlreadyRegistered";
     case hipErrorHostMemoryNotRegistered:
       return "hipErrorHostMemoryNotRegistered";
+    case hipErrorInvalidContext:
+      return "hipErrorInvalidContext";
+    case hipErrorInvalidDevicePointer:
+      return "hipErrorInvalidDevicePointer";
+    case hipErrorInvalidConfiguration:
+      return "hipErrorInvalidConfiguration";
     default: {
       static thread_local char buf[32];
       std::snprintf(buf, sizeof buf, "hipError_t(%d)", static_cast<int>(e));
@@ -255,12 +270,37 @@ std::shared_ptr<Stream> stream_of(hipStream_t s) {
   return it == g_streams.end() ? nullptr : it->second;
 }
 
+// An interprocess event's counters, in a memfd both processes map (ROCm 5.2 keeps its IPC
+// event's signals in a shared-memory file too, hip_event_ipc.cpp).
+struct IpcEventShared {
+  std::int32_t exporter_pid;  // set by hipIpcGetEventHandle (ROCm: owners_process_id)
+  std::atomic<std::uint64_t> recorded;
+  std::atomic<std::uint64_t> done;
+};
 struct Event {
   unsigned flags = 0;
   std::uint64_t recorded = 0;  // records submitted
   std::uint64_t done = 0;      // records completed
   Clock::time_point when{};
+  IpcEventShared* shared = nullptr;  // interprocess events: the counters live there
+  int shared_fd = -1;                // the exporter's memfd (-1 in an importer)
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (shared != nullptr) ::munmap(shared, sizeof(IpcEventShared));
+    if (shared_fd >= 0) ::close(shared_fd);
+  }
+  // Interprocess events are polled: the other process cannot notify this one's cv.
+  [[nodiscard]] std::uint64_t submitted() const {
+    return shared != nullptr ? shared->recorded.load() : recorded;
+  }
+  [[nodiscard]] std::uint64_t completed() const {
+    return shared != nullptr ? shared->done.load() : done;
+  }
 };
+// Waits (g_event_mu held) until `e` completed `target` records.
+void wait_event_locked(std::unique_lock<std::mutex>& lock, const Event& e, std::uint64_t target);
 std::mutex g_events_mu;
 std::map<hipEvent_t, std::shared_ptr<Event>> g_events;
 std::shared_ptr<Event> event_of(hipEvent_t e) {
@@ -309,7 +349,12 @@ hipError_t release(void* p, std::initializer_list<const char*> kinds, hipError_t
       s.used[static_cast<std::size_t>(a.device)] -= a.size;
     s.allocs.erase(it);
   }
-  if (a.owned) std::free(p);
+  if (a.fd >= 0) {
+    ::munmap(p, a.mapped);
+    ::close(a.fd);
+  } else if (a.owned) {
+    std::free(p);
+  }
   return hipSuccess;
 }
 
@@ -490,7 +535,8 @@ FAKE_API hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attr,
       {hipDeviceAttributeMaxTextureCubemap, 16384},
       {hipDeviceAttributeMaxSurface1D, 16384},
       {hipDeviceAttributeMaxSurfaceCubemap, 16384},
-      {hipDeviceAttributeCanUseStreamWaitValue, 0},
+      // ROCm 5.2 answers the device's aqlBarrierValue_ (1 on gfx90a).
+      {hipDeviceAttributeCanUseStreamWaitValue, 1},
   };
   auto it = kValues.find(attr);
   if (it == kValues.end()) return done("hipDeviceGetAttribute", args, hipErrorInvalidValue);
@@ -530,7 +576,21 @@ static hipError_t device_alloc(const char* fn, void** out, size_t size, const ch
     if (fits) used += size;
   }
   if (!fits) return done(fn, args, hipErrorOutOfMemory);
-  void* p = std::aligned_alloc(256, (std::max<size_t>(size, 1) + 255) / 256 * 256);
+  const bool shareable = std::strcmp(kind, "dev") == 0;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t mapped = (std::max<size_t>(size, 1) + page - 1) / page * page;
+  int fd = -1;
+  void* p = nullptr;
+  if (shareable) {
+    fd = ::memfd_create("fakehip-device", MFD_CLOEXEC);
+    if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(mapped)) == 0) {
+      p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) p = nullptr;
+    }
+    if (p == nullptr && fd >= 0) ::close(fd);
+  } else {
+    p = std::aligned_alloc(256, (std::max<size_t>(size, 1) + 255) / 256 * 256);
+  }
   if (p == nullptr) {
     std::lock_guard lock(s.mu);
     s.used[static_cast<std::size_t>(t_current)] -= size;
@@ -538,6 +598,12 @@ static hipError_t device_alloc(const char* fn, void** out, size_t size, const ch
   }
   std::string name;
   add_alloc(p, size, kind, true, name);
+  if (shareable) {
+    std::lock_guard lock(s.mu);
+    auto& a = s.allocs[reinterpret_cast<std::uintptr_t>(p)];
+    a.fd = fd;
+    a.mapped = mapped;
+  }
   *out = p;
   return done(fn, args, hipSuccess, name);
 }
@@ -667,6 +733,15 @@ FAKE_API hipError_t hipEventCreateWithFlags(hipEvent_t* out, unsigned flags) {
     return done("hipEventCreateWithFlags", args, hipErrorInvalidValue);
   auto e = std::make_shared<Event>();
   e->flags = flags;
+  if (flags & hipEventInterprocess) {
+    e->shared_fd = ::memfd_create("fakehip-ipc-event", MFD_CLOEXEC);
+    void* m = MAP_FAILED;
+    if (e->shared_fd >= 0 && ::ftruncate(e->shared_fd, sizeof(IpcEventShared)) == 0)
+      m = ::mmap(nullptr, sizeof(IpcEventShared), PROT_READ | PROT_WRITE, MAP_SHARED, e->shared_fd,
+                 0);
+    if (m == MAP_FAILED) return done("hipEventCreateWithFlags", args, hipErrorOutOfMemory);
+    e->shared = new (m) IpcEventShared{0, {0}, {0}};
+  }
   auto* handle = reinterpret_cast<hipEvent_t>(new char);
   {
     std::lock_guard lock(g_events_mu);
@@ -693,12 +768,18 @@ FAKE_API hipError_t hipEventRecord(hipEvent_t h, hipStream_t sh) {
   std::uint64_t gen;
   {
     std::lock_guard lock(g_event_mu);
-    gen = ++e->recorded;
+    gen = e->shared != nullptr ? ++e->shared->recorded : ++e->recorded;
   }
   s->submit([e, gen] {
     {
       std::lock_guard lock(g_event_mu);
-      e->done = std::max(e->done, gen);
+      if (e->shared != nullptr) {
+        std::uint64_t seen = e->shared->done.load();
+        while (seen < gen && !e->shared->done.compare_exchange_weak(seen, gen)) {
+        }
+      } else {
+        e->done = std::max(e->done, gen);
+      }
       e->when = Clock::now();
     }
     g_event_cv.notify_all();
@@ -710,18 +791,18 @@ FAKE_API hipError_t hipEventQuery(hipEvent_t h) {
   if (g_quiet) {  // benchmarks: no formatting
     if (!e) return hipErrorInvalidHandle;
     std::lock_guard lock(g_event_mu);
-    return e->done == e->recorded ? hipSuccess : hipErrorNotReady;
+    return e->completed() >= e->submitted() ? hipSuccess : hipErrorNotReady;
   }
   if (!e) return done("hipEventQuery", N(h), hipErrorInvalidHandle);
   std::lock_guard lock(g_event_mu);
-  return done("hipEventQuery", N(h), e->done == e->recorded ? hipSuccess : hipErrorNotReady);
+  return done("hipEventQuery", N(h),
+              e->completed() >= e->submitted() ? hipSuccess : hipErrorNotReady);
 }
 FAKE_API hipError_t hipEventSynchronize(hipEvent_t h) {
   auto e = event_of(h);
   if (!e) return done("hipEventSynchronize", N(h), hipErrorInvalidHandle);
   std::unique_lock lock(g_event_mu);
-  const auto target = e->recorded;
-  g_event_cv.wait(lock, [&] { return e->done >= target; });
+  wait_event_locked(lock, *e, e->submitted());
   lock.unlock();
   return done("hipEventSynchronize", N(h), hipSuccess);
 }
@@ -745,14 +826,28 @@ FAKE_API hipError_t hipStreamWaitEvent(hipStream_t sh, hipEvent_t h, unsigned fl
   std::uint64_t target;
   {
     std::lock_guard lock(g_event_mu);
-    target = e->recorded;
+    target = e->submitted();
   }
   s->submit([e, target] {
     std::unique_lock lock(g_event_mu);
-    g_event_cv.wait(lock, [&] { return e->done >= target; });
+    wait_event_locked(lock, *e, target);
   });
   return done("hipStreamWaitEvent", args, hipSuccess);
 }
+
+namespace {
+void wait_event_locked(std::unique_lock<std::mutex>& lock, const Event& e, std::uint64_t target) {
+  if (e.shared == nullptr) {
+    g_event_cv.wait(lock, [&] { return e.done >= target; });
+    return;
+  }
+  while (e.shared->done.load() < target) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    lock.lock();
+  }
+}
+}  // namespace
 
 // ---------------------------------------------------------------------------------------
 // Copies and fills (enqueued on the stream)
@@ -1428,4 +1523,244 @@ FAKE_API unsigned char* fakehip_last_array(std::size_t* bytes) {
   if (it == g_arrays.end()) return nullptr;
   *bytes = it->second.store->bytes.size();
   return it->second.store->bytes.data();
+}
+
+// ---------------------------------------------------------------------------------------
+// Address ranges, stream memory operations and IPC (issue 17), as ROCm 5.2's hipamd does them
+// (hip_memory.cpp, hip_stream_ops.cpp, hip_event_ipc.cpp at rocm-5.2.1).
+namespace {
+
+// The allocation holding p (ROCm: getMemoryObject, which knows every allocation HIP made or
+// registered); false for memory HIP does not know.
+bool find_alloc(const void* p, std::uintptr_t& base, Alloc& out) {
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  auto it = s.allocs.upper_bound(v);
+  if (it == s.allocs.begin()) return false;
+  --it;
+  if (v - it->first >= std::max<std::size_t>(it->second.size, 1)) return false;
+  base = it->first;
+  out = it->second;
+  return true;
+}
+bool known_memory(const void* p) {
+  std::uintptr_t base = 0;
+  Alloc a;
+  return find_alloc(p, base, a);
+}
+
+// The condition of hipStreamWaitValue32/64 as HIP 5.2's header states it (unsigned values).
+template <class T>
+bool wait_satisfied(T memory, T value, unsigned flags, T mask) {
+  const T m = memory & mask;
+  switch (flags) {
+    case hipStreamWaitValueGte:
+      return m >= value;
+    case hipStreamWaitValueEq:
+      return m == value;
+    case hipStreamWaitValueAnd:
+      return (m & value) != 0;
+    case hipStreamWaitValueNor:
+      return static_cast<T>(~(m | (value & mask))) != 0;
+    default:
+      return true;
+  }
+}
+
+template <class T>
+hipError_t stream_wait(const char* fn, hipStream_t sh, void* ptr, T value, unsigned flags, T mask) {
+  const std::string args =
+      fmt("%s, %s, 0x%llx, %u, 0x%llx", N(sh).c_str(), N(ptr).c_str(),
+          static_cast<unsigned long long>(value), flags, static_cast<unsigned long long>(mask));
+  FAKE_INJECT(fn, args);
+  if (!known_memory(ptr)) return done(fn, args, hipErrorInvalidValue);
+  // ROCm 5.2 reaches ShouldNotReachHere() for another flag (later releases: invalid value).
+  if (flags > hipStreamWaitValueNor) return done(fn, args, hipErrorInvalidValue);
+  return enqueue(fn, args, sh, [=] {
+    // Later work on this stream waits here. Memory freed under the wait ends it (a GPU would
+    // fault; the fake must not read unmapped memory).
+    while (known_memory(ptr) &&
+           !wait_satisfied<T>(__atomic_load_n(static_cast<T*>(ptr), __ATOMIC_ACQUIRE), value, flags,
+                              mask)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+}
+
+template <class T>
+hipError_t stream_write(const char* fn, hipStream_t sh, void* ptr, T value, unsigned flags) {
+  const std::string args = fmt("%s, %s, 0x%llx, %u", N(sh).c_str(), N(ptr).c_str(),
+                               static_cast<unsigned long long>(value), flags);
+  FAKE_INJECT(fn, args);
+  if (!known_memory(ptr)) return done(fn, args, hipErrorInvalidValue);
+  // HIP 5.2: "flags - reserved, ignored for now".
+  return enqueue(fn, args, sh,
+                 [=] { __atomic_store_n(static_cast<T*>(ptr), value, __ATOMIC_RELEASE); });
+}
+
+// The fake's handles: where ROCm puts its ROCr handle (32 bytes) the fake puts the exporter's
+// pid and memfd; psize and poffset follow at ROCm's offsets (ihipIpcMemHandle_t).
+constexpr char kHandleTag[8] = "fakehip";
+struct FakeIpcMemHandle {
+  char tag[8];
+  std::int32_t pid;
+  std::int32_t fd;
+  std::uint64_t mapped;
+  std::uint64_t pad;
+  std::uint64_t psize;
+  std::uint64_t poffset;
+  char reserved[16];
+};
+static_assert(sizeof(FakeIpcMemHandle) == sizeof(hipIpcMemHandle_t));
+struct FakeIpcEventHandle {  // ROCm: a 32-byte shared-memory file name, then zeros
+  char tag[8];
+  std::int32_t pid;
+  std::int32_t fd;
+  char unused[48];
+};
+static_assert(sizeof(FakeIpcEventHandle) == sizeof(hipIpcEventHandle_t));
+
+int open_remote(std::int32_t pid, std::int32_t fd) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  return ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+}
+
+}  // namespace
+
+FAKE_API hipError_t hipMemGetAddressRange(hipDeviceptr_t* pbase, size_t* psize,
+                                          hipDeviceptr_t dptr) {
+  const std::string args = N(dptr);
+  std::uintptr_t base = 0;
+  Alloc a;
+  if (!find_alloc(dptr, base, a))
+    return done("hipMemGetAddressRange", args, hipErrorInvalidDevicePointer);
+  *pbase = reinterpret_cast<hipDeviceptr_t>(base);
+  *psize = a.size;
+  return done("hipMemGetAddressRange", args, hipSuccess, fmt("%zu", a.size));
+}
+
+FAKE_API hipError_t hipStreamWaitValue32(hipStream_t s, void* ptr, uint32_t value,
+                                         unsigned int flags, uint32_t mask) {
+  return stream_wait<std::uint32_t>("hipStreamWaitValue32", s, ptr, value, flags, mask);
+}
+FAKE_API hipError_t hipStreamWaitValue64(hipStream_t s, void* ptr, uint64_t value,
+                                         unsigned int flags, uint64_t mask) {
+  return stream_wait<std::uint64_t>("hipStreamWaitValue64", s, ptr, value, flags, mask);
+}
+FAKE_API hipError_t hipStreamWriteValue32(hipStream_t s, void* ptr, uint32_t value,
+                                          unsigned int flags) {
+  return stream_write<std::uint32_t>("hipStreamWriteValue32", s, ptr, value, flags);
+}
+FAKE_API hipError_t hipStreamWriteValue64(hipStream_t s, void* ptr, uint64_t value,
+                                          unsigned int flags) {
+  return stream_write<std::uint64_t>("hipStreamWriteValue64", s, ptr, value, flags);
+}
+
+FAKE_API hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* ptr) {
+  const std::string args = N(ptr);
+  FAKE_INJECT("hipIpcGetMemHandle", args);
+  if (handle == nullptr || ptr == nullptr)
+    return done("hipIpcGetMemHandle", args, hipErrorInvalidValue);
+  std::uintptr_t base = 0;
+  Alloc a;
+  // ROCm: IpcCreate fails for memory that is not a device allocation of this process.
+  if (!find_alloc(ptr, base, a) || a.kind != "dev" || a.fd < 0)
+    return done("hipIpcGetMemHandle", args, hipErrorInvalidDevicePointer);
+  FakeIpcMemHandle h{};
+  std::memcpy(h.tag, kHandleTag, sizeof h.tag);
+  h.pid = static_cast<std::int32_t>(::getpid());
+  h.fd = a.fd;
+  h.mapped = a.mapped;
+  h.psize = a.size;
+  h.poffset = reinterpret_cast<std::uintptr_t>(ptr) - base;
+  std::memcpy(handle, &h, sizeof h);
+  return done("hipIpcGetMemHandle", args, hipSuccess);
+}
+FAKE_API hipError_t hipIpcOpenMemHandle(void** dev_ptr, hipIpcMemHandle_t handle,
+                                        unsigned int flags) {
+  FakeIpcMemHandle h{};
+  std::memcpy(&h, &handle, sizeof h);
+  const std::string args =
+      fmt("{size %llu, offset %llu}, 0x%x", static_cast<unsigned long long>(h.psize),
+          static_cast<unsigned long long>(h.poffset), flags);
+  FAKE_INJECT("hipIpcOpenMemHandle", args);
+  // ROCm 5.2: flags must be hipIpcMemLazyEnablePeerAccess (0).
+  if (dev_ptr == nullptr || flags != hipIpcMemLazyEnablePeerAccess)
+    return done("hipIpcOpenMemHandle", args, hipErrorInvalidValue);
+  if (h.psize == 0) return done("hipIpcOpenMemHandle", args, hipErrorInvalidValue);
+  // ROCm: IpcAttach failing is hipErrorInvalidDevicePointer.
+  if (std::memcmp(h.tag, kHandleTag, sizeof h.tag) != 0 || h.mapped < h.psize ||
+      h.poffset >= h.psize)
+    return done("hipIpcOpenMemHandle", args, hipErrorInvalidDevicePointer);
+  const int fd = open_remote(h.pid, h.fd);
+  if (fd < 0) return done("hipIpcOpenMemHandle", args, hipErrorInvalidDevicePointer);
+  void* base = ::mmap(nullptr, h.mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) return done("hipIpcOpenMemHandle", args, hipErrorInvalidDevicePointer);
+  std::string name;
+  add_alloc(base, h.psize, "ipc", false, name);
+  {
+    std::lock_guard lock(S().mu);
+    S().allocs[reinterpret_cast<std::uintptr_t>(base)].mapped = h.mapped;
+  }
+  *dev_ptr = static_cast<char*>(base) + h.poffset;
+  return done("hipIpcOpenMemHandle", args, hipSuccess, name);
+}
+FAKE_API hipError_t hipIpcCloseMemHandle(void* dev_ptr) {
+  const std::string args = N(dev_ptr);
+  if (dev_ptr == nullptr) return done("hipIpcCloseMemHandle", args, hipErrorInvalidValue);
+  std::uintptr_t base = 0;
+  Alloc a;
+  if (!find_alloc(dev_ptr, base, a) || a.kind != "ipc")
+    return done("hipIpcCloseMemHandle", args, hipErrorInvalidHandle);  // ROCm: IpcDetach fails
+  {
+    std::lock_guard lock(S().mu);
+    S().allocs.erase(base);
+  }
+  ::munmap(reinterpret_cast<void*>(base), a.mapped);
+  return done("hipIpcCloseMemHandle", args, hipSuccess);
+}
+
+FAKE_API hipError_t hipIpcGetEventHandle(hipIpcEventHandle_t* handle, hipEvent_t event) {
+  const std::string args = N(event);
+  if (handle == nullptr || event == nullptr)
+    return done("hipIpcGetEventHandle", args, hipErrorInvalidValue);
+  auto e = event_of(event);
+  if (!e) return done("hipIpcGetEventHandle", args, hipErrorInvalidHandle);
+  // ROCm: a plain event's GetHandle is hipErrorInvalidConfiguration.
+  if (e->shared == nullptr || e->shared_fd < 0)
+    return done("hipIpcGetEventHandle", args, hipErrorInvalidConfiguration);
+  e->shared->exporter_pid = static_cast<std::int32_t>(::getpid());
+  FakeIpcEventHandle h{};
+  std::memcpy(h.tag, kHandleTag, sizeof h.tag);
+  h.pid = static_cast<std::int32_t>(::getpid());
+  h.fd = e->shared_fd;
+  std::memcpy(handle, &h, sizeof h);
+  return done("hipIpcGetEventHandle", args, hipSuccess);
+}
+FAKE_API hipError_t hipIpcOpenEventHandle(hipEvent_t* event, hipIpcEventHandle_t handle) {
+  if (event == nullptr) return done("hipIpcOpenEventHandle", "", hipErrorInvalidValue);
+  FakeIpcEventHandle h{};
+  std::memcpy(&h, &handle, sizeof h);
+  // ROCm creates the event first and keeps it when opening fails (the caller's to destroy).
+  auto e = std::make_shared<Event>();
+  e->flags = hipEventDisableTiming | hipEventInterprocess;
+  auto* eh = reinterpret_cast<hipEvent_t>(new char);
+  {
+    std::lock_guard lock(g_events_mu);
+    g_events[eh] = e;
+  }
+  *event = eh;
+  const std::string name = new_handle(eh, "event");
+  const int fd = std::memcmp(h.tag, kHandleTag, sizeof h.tag) == 0 ? open_remote(h.pid, h.fd) : -1;
+  void* m = fd >= 0
+                ? ::mmap(nullptr, sizeof(IpcEventShared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  if (fd >= 0) ::close(fd);
+  if (m == MAP_FAILED) return done("hipIpcOpenEventHandle", name, hipErrorInvalidValue);
+  e->shared = static_cast<IpcEventShared*>(m);
+  if (e->shared->exporter_pid == static_cast<std::int32_t>(::getpid()))
+    return done("hipIpcOpenEventHandle", name, hipErrorInvalidContext);  // as ROCm 5.2
+  return done("hipIpcOpenEventHandle", name, hipSuccess);
 }

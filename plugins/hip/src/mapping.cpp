@@ -91,6 +91,10 @@ std::string_view table_name(Table t) noexcept {
       return "resource_view_format";
     case Table::texture_flag:
       return "texture_flag";
+    case Table::stream_wait_condition:
+      return "stream_wait_condition";
+    case Table::ipc_mem_flag:
+      return "ipc_mem_flag";
   }
   return "?";
 }

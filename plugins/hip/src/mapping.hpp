@@ -31,6 +31,8 @@ enum class Table : std::uint8_t {
   resource_type,
   resource_view_format,
   texture_flag,
+  stream_wait_condition,
+  ipc_mem_flag,
 };
 
 struct Row {

@@ -206,8 +206,13 @@ void host_call_trampoline(hipStream_t, hipError_t, void* p) {
 class HipQueue final : public be::Queue {
  public:
   HipQueue(const HipApi& api, int ordinal, hipStream_t s, std::shared_ptr<QueueRegistry> registry,
-           HipImages* images)
-      : api_(api), ordinal_(ordinal), stream_(s), registry_(std::move(registry)), images_(images) {
+           HipImages* images, spdlog::logger& log)
+      : api_(api),
+        ordinal_(ordinal),
+        stream_(s),
+        registry_(std::move(registry)),
+        images_(images),
+        log_(log) {
     std::lock_guard lock(registry_->mu);
     registry_->queues.insert(this);
   }
@@ -299,6 +304,40 @@ class HipQueue final : public be::Queue {
   be::Status query() override { return status(api_.hipStreamQuery(stream_)); }
   be::Status synchronize() override { return status(api_.hipStreamSynchronize(stream_)); }
 
+  // Stream memory operations (issue 17). HIP takes a mask CUDA has not: all bits count.
+  bool wait_value(void* addr, unsigned bytes, std::uint64_t value, unsigned flags,
+                  be::Status& st) override {
+    // The core refuses FLUSH (CAN_FLUSH_REMOTE_WRITES has no HIP answer); were it to pass it,
+    // HIP 5.2 has no such flag and the table says so.
+    const unsigned condition = flags & ~static_cast<unsigned>(CU_STREAM_WAIT_VALUE_FLUSH);
+    if (flags != condition) {
+      st = unmapped_argument(log_, Table::stream_wait_condition, CU_STREAM_WAIT_VALUE_FLUSH,
+                             "cuStreamWaitValue");
+      return true;
+    }
+    const auto hip_condition = mapping::to_hip(Table::stream_wait_condition, condition);
+    if (!hip_condition) {
+      st = unmapped_argument(log_, Table::stream_wait_condition, condition, "cuStreamWaitValue");
+      return true;
+    }
+    const auto hip_flags = static_cast<unsigned>(*hip_condition);
+    st = bytes == 8
+             ? status(api_.hipStreamWaitValue64(stream_, addr, value, hip_flags, ~std::uint64_t{0}))
+             : status(api_.hipStreamWaitValue32(stream_, addr, static_cast<std::uint32_t>(value),
+                                                hip_flags, ~std::uint32_t{0}));
+    return true;
+  }
+  bool write_value(void* addr, unsigned bytes, std::uint64_t value, unsigned /*flags*/,
+                   be::Status& st) override {
+    // HIP 5.2's write flags are reserved ("ignored for now"): 0. Its writes always follow a
+    // release barrier, which CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER allows (it only permits
+    // reordering with earlier writes, never demands it).
+    st = bytes == 8 ? status(api_.hipStreamWriteValue64(stream_, addr, value, 0))
+                    : status(api_.hipStreamWriteValue32(stream_, addr,
+                                                        static_cast<std::uint32_t>(value), 0));
+    return true;
+  }
+
   be::Status launch(const be::LaunchDesc& d) override {
     if (d.cooperative)
       return kNotSupported;  // hipModuleLaunchCooperativeKernel: not in ROCm 5.2's ABI
@@ -319,7 +358,26 @@ class HipQueue final : public be::Queue {
   const hipStream_t stream_;
   const std::shared_ptr<QueueRegistry> registry_;
   HipImages* const images_;  // null: the runtime has no image functions
+  spdlog::logger& log_;
 };
+
+// The IPC memory handles this process exported: CUDA refuses to open one in the process that
+// made it (CUDA_ERROR_INVALID_CONTEXT) where ROCm's documentation promises nothing.
+struct ExportedHandles {
+  std::mutex mu;
+  std::map<std::string, void*> handles;  // handle bytes -> the allocation (forgotten when freed)
+  static std::string key(const hipIpcMemHandle_t& h) {
+    return std::string(h.reserved, sizeof h.reserved);
+  }
+  void forget(void* base) {
+    std::lock_guard lock(mu);
+    std::erase_if(handles, [&](const auto& entry) { return entry.second == base; });
+  }
+};
+ExportedHandles& exported_handles() {
+  static ExportedHandles e;
+  return e;
+}
 
 // --- devices ---
 
@@ -444,7 +502,10 @@ class HipContext final : public be::DeviceContext {
     if (auto st = use_device(api_, ordinal_); !st.ok()) return st;
     return status(api_.hipMalloc(out, bytes));
   }
-  be::Status free(void* ptr) override { return status(api_.hipFree(ptr)); }
+  be::Status free(void* ptr) override {
+    exported_handles().forget(ptr);
+    return status(api_.hipFree(ptr));
+  }
   be::Status allocate_host(std::size_t bytes, unsigned flags, void** out) override {
     unsigned hip_flags = 0;
     if (auto st = map_flags(log_, Table::host_alloc_flag, flags, hip_flags, "cuMemHostAlloc");
@@ -486,7 +547,7 @@ class HipContext final : public be::DeviceContext {
     hipStream_t s = nullptr;
     if (auto e = api_.hipStreamCreateWithPriority(&s, hipStreamNonBlocking, hip_priority(priority)))
       return status(e);
-    out = std::make_unique<HipQueue>(api_, ordinal_, s, queues_, images_);
+    out = std::make_unique<HipQueue>(api_, ordinal_, s, queues_, images_, log_);
     return be::kOk;
   }
   be::Status create_event(unsigned flags, std::unique_ptr<be::Event>& out) override {
@@ -506,6 +567,76 @@ class HipContext final : public be::DeviceContext {
     }
     return be::kOk;
   }
+  // IPC (issue 17): HIP's handles are 64 bytes like CUDA's and carried as they are.
+  static_assert(sizeof(hipIpcMemHandle_t) == sizeof(CUipcMemHandle));
+  static_assert(sizeof(hipIpcEventHandle_t) == sizeof(CUipcEventHandle));
+  bool ipc_export_memory(void* base, std::size_t /*bytes*/, CUipcMemHandle& out,
+                         be::Status& st) override {
+    if (st = use_device(api_, ordinal_); !st.ok()) return true;
+    hipIpcMemHandle_t h{};
+    st = status(api_.hipIpcGetMemHandle(&h, base));
+    if (!st.ok()) return true;
+    std::memcpy(&out, &h, sizeof out);
+    auto& exported = exported_handles();
+    std::lock_guard lock(exported.mu);
+    exported.handles[ExportedHandles::key(h)] = base;
+    return true;
+  }
+  bool ipc_open_memory(const CUipcMemHandle& handle, unsigned flags, void** out, std::size_t& bytes,
+                       be::Status& st) override {
+    hipIpcMemHandle_t h{};
+    std::memcpy(&h, &handle, sizeof h);
+    {
+      auto& exported = exported_handles();
+      std::lock_guard lock(exported.mu);
+      if (exported.handles.contains(ExportedHandles::key(h))) {
+        log_.warn("hip backend: cuIpcOpenMemHandle: the handle was made by this process");
+        st = status(hipErrorInvalidContext);
+        return true;
+      }
+    }
+    unsigned hip_flags = 0;
+    if (st = map_flags(log_, Table::ipc_mem_flag, flags, hip_flags, "cuIpcOpenMemHandle"); !st.ok())
+      return true;
+    if (st = use_device(api_, ordinal_); !st.ok()) return true;
+    void* p = nullptr;
+    if (st = status(api_.hipIpcOpenMemHandle(&p, h, hip_flags)); !st.ok()) return true;
+    // The size the handle carries is HIP's private layout: asked of the opened mapping instead.
+    hipDeviceptr_t base = nullptr;
+    std::size_t size = 0;
+    if (st = status(api_.hipMemGetAddressRange(&base, &size, p)); !st.ok()) {
+      (void)api_.hipIpcCloseMemHandle(p);
+      return true;
+    }
+    const auto offset = static_cast<std::size_t>(static_cast<char*>(p) - static_cast<char*>(base));
+    bytes = offset < size ? size - offset : size;
+    *out = p;
+    return true;
+  }
+  bool ipc_close_memory(void* ptr, be::Status& st) override {
+    if (st = use_device(api_, ordinal_); !st.ok()) return true;
+    st = status(api_.hipIpcCloseMemHandle(ptr));
+    return true;
+  }
+  bool ipc_export_event(be::Event& event, CUipcEventHandle& out, be::Status& st) override {
+    hipIpcEventHandle_t h{};
+    st = status(api_.hipIpcGetEventHandle(&h, static_cast<HipEvent&>(event).handle()));
+    if (st.ok()) std::memcpy(&out, &h, sizeof out);
+    return true;
+  }
+  bool ipc_open_event(const CUipcEventHandle& handle, std::unique_ptr<be::Event>& out,
+                      be::Status& st) override {
+    hipIpcEventHandle_t h{};
+    std::memcpy(&h, &handle, sizeof h);
+    if (st = use_device(api_, ordinal_); !st.ok()) return true;
+    hipEvent_t e = nullptr;
+    // ROCm 5.2 answers hipErrorInvalidContext for a handle of this process (and keeps the
+    // event it made for it: nothing here to free).
+    if (st = status(api_.hipIpcOpenEventHandle(&e, h)); !st.ok()) return true;
+    out = std::make_unique<HipEvent>(api_, e);
+    return true;
+  }
+
   be::Status load_module(const be::ModuleImage& module_image,
                          std::unique_ptr<be::Module>& out) override {
     if (module_image.kind != be::ImageKind::native) {

@@ -34,6 +34,8 @@ TITLES = {
     'resource_type': 'Resource types (`CUresourcetype` → `HIPresourcetype`)',
     'resource_view_format': 'Resource view formats (`CUresourceViewFormat` → `HIPresourceViewFormat`)',
     'texture_flag': 'Texture flags (`CU_TRSF_*` → `HIP_TRSF_*`)',
+    'stream_wait_condition': 'Stream wait conditions (`CU_STREAM_WAIT_VALUE_*` → `hipStreamWaitValue*`)',
+    'ipc_mem_flag': 'IPC memory open flags (`CU_IPC_MEM_*` → `hipIpcMem*`)',
 }
 
 
