@@ -152,12 +152,13 @@ CUresult Core::do_load_backend() {
   const std::filesystem::path ours[] = {plugins::core_library_dir(),
                                         std::filesystem::path(backend_file_).parent_path()};
   const PrefaultResult mapped = prefault_code(ours);
-  logger_->debug("code of {} of cudamux's libraries mapped: {} KiB in {} us{}", mapped.objects,
-                 mapped.bytes >> 10,
-                 std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count(),
-                 mapped.supported ? "" : " (this kernel lacks MADV_POPULATE_READ: none mapped)");
+  logger_->debug(
+      "code of {} of cudamux's libraries mapped: {} KiB in {} us{}", mapped.objects,
+      mapped.bytes >> 10,
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                            start)
+          .count(),
+      mapped.supported ? "" : " (MADV_POPULATE_READ refused, as before Linux 5.14: none mapped)");
   return CUDA_SUCCESS;
 }
 

@@ -15,7 +15,7 @@ namespace cudamux::core {
 struct PrefaultResult {
   std::size_t objects = 0;  // loaded objects found in the folders
   std::size_t bytes = 0;    // bytes of executable segments populated
-  bool supported = true;    // false: the kernel lacks MADV_POPULATE_READ (Linux < 5.14)
+  bool supported = true;    // false: MADV_POPULATE_READ refused (EINVAL: Linux < 5.14)
 };
 
 // Populates (MADV_POPULATE_READ) the executable segments of every loaded object whose file lies
