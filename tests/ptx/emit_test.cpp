@@ -17,6 +17,7 @@
 
 #include "cudamux/device_abi.h"
 #include "cudamux/ptx/emit_cpp.hpp"
+#include "ptx_harness.hpp"
 
 using namespace cudamux::ptx;
 
@@ -231,13 +232,7 @@ struct Compiled {
   std::string output;
 };
 
-std::string temp_path(const std::string& suffix) {
-  char tmpl[] = "/tmp/cudamux_emit_XXXXXX";
-  const int fd = mkstemp(tmpl);
-  if (fd >= 0) close(fd);
-  std::remove(tmpl);
-  return std::string(tmpl) + suffix;
-}
+std::string temp_path(const std::string& suffix) { return ptx_harness::temp_path("emit", suffix); }
 
 Compiled compile(const std::string& source, const std::string& extra = "-fsyntax-only") {
   const std::string src = temp_path(".cpp");
@@ -803,23 +798,7 @@ INSTANTIATE_TEST_SUITE_P(Samples, PtxEmitCorpus, ::testing::ValuesIn(corpus_file
 // The translation unit is built like the mock builds modules (-shared, prelude forced in,
 // linked to libcudamux-device) and its blocks run through cudamux_run_block: the same thunk,
 // registration and parameter packing the mock plugin uses.
-struct Loaded {
-  void* handle = nullptr;
-  const cudamux_module_desc* desc = nullptr;
-  std::string error;
-  ~Loaded() {
-    if (handle) dlclose(handle);
-  }
-  const cudamux_kernel_desc* kernel(const char* name) const {
-    for (unsigned k = 0; desc && k < desc->num_kernels; ++k) {
-      Dl_info info{};
-      if (dladdr(desc->kernels[k]->fn, &info) && info.dli_sname &&
-          std::string(info.dli_sname) == name)
-        return desc->kernels[k];
-    }
-    return nullptr;
-  }
-};
+using ptx_harness::Loaded;
 
 std::unique_ptr<Loaded> load(const EmitResult& r) {
   auto l = std::make_unique<Loaded>();
@@ -848,50 +827,8 @@ std::unique_ptr<Loaded> load(const EmitResult& r) {
   return l;
 }
 
-// Launches a grid; args are the kernel's arguments in order (their sizes must match).
-int launch(const cudamux_kernel_desc* k, cudamux_u3 grid, cudamux_u3 block,
-           std::vector<std::vector<unsigned char>> args, std::uint64_t static_shared = 0,
-           unsigned dyn_shared = 0, std::string* message = nullptr) {
-  std::vector<unsigned char> buf(k->args_size + 1);
-  if (args.size() != k->num_params) return -1;
-  for (unsigned i = 0; i < k->num_params; ++i) {
-    if (args[i].size() != k->param_sizes[i]) return -2;
-    std::memcpy(buf.data() + k->param_offsets[i], args[i].data(), args[i].size());
-  }
-  volatile int abort_flag = 0;
-  cudamux_launch L{};
-  L.loop = k->loop;
-  L.args = buf.data();
-  L.grid = grid;
-  L.block = block;
-  L.abort = &abort_flag;
-  L.flags = k->flags;
-  L.kernel_fn = k->fn;
-  L.args_size = k->args_size;
-  L.dyn_shared_bytes = dyn_shared;
-  L.static_shared_bytes = static_cast<unsigned>(static_shared);
-  alignas(64) static unsigned char shared[1 << 16];
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        std::memset(shared, 0xcd, sizeof shared);
-        char msg[256] = {};
-        const int rc =
-            cudamux_run_block(&L, cudamux_u3{x, y, z}, shared + static_shared, msg, sizeof msg);
-        if (rc != 0) {
-          if (message) *message = msg;
-          return rc;
-        }
-      }
-  return 0;
-}
-
-template <class T>
-std::vector<unsigned char> arg(T v) {
-  std::vector<unsigned char> b(sizeof v);
-  std::memcpy(b.data(), &v, sizeof v);
-  return b;
-}
+using ptx_harness::arg;
+using ptx_harness::launch;
 
 TEST(PtxEmitRun, VectorAddComputesTheSums) {
   const EmitResult r = emit_cpp(module_of({vector_add()}), {true, "vectorAdd.ptx"});

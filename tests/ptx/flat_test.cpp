@@ -20,16 +20,16 @@
 
 #include "cudamux/device_abi.h"
 #include "cudamux/ptx/emit_cpp.hpp"
-#include "twin_harness.hpp"
+#include "ptx_harness.hpp"
 
 using namespace cudamux::ptx;
 
 namespace {
 
-using namespace twin_harness;
+using namespace ptx_harness;
 
 std::unique_ptr<Loaded> build(const std::string& source) {
-  return twin_harness::build(source, "flat");
+  return ptx_harness::build(source, CUDAMUX_SPLIT_CACHE, "flat");
 }
 
 // The fixture's module with and without flat twins, built once for the suite.

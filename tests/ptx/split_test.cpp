@@ -19,16 +19,16 @@
 
 #include "cudamux/device_abi.h"
 #include "cudamux/ptx/emit_cpp.hpp"
-#include "twin_harness.hpp"
+#include "ptx_harness.hpp"
 
 using namespace cudamux::ptx;
 
 namespace {
 
-using namespace twin_harness;
+using namespace ptx_harness;
 
 std::unique_ptr<Loaded> build(const std::string& source) {
-  return twin_harness::build(source, "split");
+  return ptx_harness::build(source, CUDAMUX_SPLIT_CACHE, "split");
 }
 
 // The fixture's module, split and unsplit, built once for the suite.

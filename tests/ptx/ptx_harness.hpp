@@ -1,7 +1,8 @@
-// The build-and-run harness of the PTX twin tests (split_test.cpp, flat_test.cpp): a translated
-// module is built as the mock builds modules (-shared, the prelude forced in, linked to
-// libcudamux-device), cached in the build folder by the hash of its source, the device headers
-// and the command, and its kernels run block by block through cudamux_run_block.
+// The build-and-run harness of the PTX back end's tests (emit_test.cpp, split_test.cpp,
+// flat_test.cpp): a translated module is built as the mock builds modules (-shared, the prelude
+// forced in, linked to libcudamux-device; split and flat cache it in the build folder by the hash
+// of its source, the device headers and the command), and its kernels run block by block
+// through cudamux_run_block.
 #pragma once
 
 #include <dlfcn.h>
@@ -17,7 +18,7 @@
 
 #include "cudamux/device_abi.h"
 
-namespace twin_harness {
+namespace ptx_harness {
 
 inline std::string temp_path(const char* prefix, const std::string& suffix) {
   std::string tmpl = "/tmp/cudamux_" + std::string(prefix) + "_XXXXXX";
@@ -52,7 +53,8 @@ inline std::string file_text(const std::string& path) {
 
 // ctest runs every case in a process of its own: the built module is kept in the build folder,
 // named by the hash of the source, the device headers and the command, and built once.
-inline std::unique_ptr<Loaded> build(const std::string& source, const char* prefix) {
+inline std::unique_ptr<Loaded> build(const std::string& source, const std::string& cache_dir,
+                                     const char* prefix) {
   auto l = std::make_unique<Loaded>();
   l->source = source;
   const std::string flags = " -O2 -march=native -fPIC -shared -fno-gnu-unique -std=c++17 -I" +
@@ -61,8 +63,7 @@ inline std::unique_ptr<Loaded> build(const std::string& source, const char* pref
   const std::string inc = std::string(CUDAMUX_DEVICE_INCLUDE) + "/cudamux/";
   const std::size_t key = std::hash<std::string>{}(source + flags + file_text(inc + "prelude.h") +
                                                    file_text(inc + "ptx_ops.h"));
-  const std::string so =
-      std::string(CUDAMUX_SPLIT_CACHE) + "/" + prefix + "_" + std::to_string(key) + ".so";
+  const std::string so = cache_dir + "/" + prefix + "_" + std::to_string(key) + ".so";
   if (access(so.c_str(), R_OK) != 0) {
     const std::string src = temp_path(prefix, ".cpp"), tmp = temp_path(prefix, ".so"),
                       log = src + ".log";
@@ -106,7 +107,7 @@ std::vector<unsigned char> ptr(T* p) {
 }
 
 inline int launch(const cudamux_kernel_desc* k, cudamux_u3 grid, cudamux_u3 block,
-                  std::vector<std::vector<unsigned char>> args, std::uint64_t static_shared,
+                  std::vector<std::vector<unsigned char>> args, std::uint64_t static_shared = 0,
                   unsigned dyn_shared = 0, std::string* message = nullptr) {
   std::vector<unsigned char> buf(k->args_size + 1);
   if (args.size() != k->num_params) return -1;
@@ -142,4 +143,4 @@ inline int launch(const cudamux_kernel_desc* k, cudamux_u3 grid, cudamux_u3 bloc
   return 0;
 }
 
-}  // namespace twin_harness
+}  // namespace ptx_harness
