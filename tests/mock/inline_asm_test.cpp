@@ -57,21 +57,35 @@ TEST(InlineAsm, ReadsDoubleColonsAndRawStringTemplates) {
   EXPECT_EQ(st[2].line, 3u);
 }
 
-// Several texts as one module: one numbering, one preamble; a header statement the front end
-// cannot read stays as written.
-TEST(InlineAsm, RewritesSeveralTextsAsOneModule) {
-  std::vector<std::string> texts = {
-      "void f(unsigned& r) { asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(r)); }\n",
-      "void g(unsigned& r) { asm(\"mov.u32 %0, 7;\" : \"=r\"(r)); asm(\"pause\" :: :); }\n"};
+// A preprocessed text: only statements at accepted offsets are translated, one module and one
+// numbering; statements the scanner or the front end cannot read are listed and left, and the
+// scan goes on after them; empty templates (compiler barriers) stay as written.
+TEST(InlineAsm, RewritesTheStatementsItMayAsOneModule) {
+  std::string text =
+      "void f(unsigned& r) { asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(r)); }\n"
+      "void h(int& r) { asm(\"mov.u32 %0, 1;\" : \"=x\"(r)); asm(\"pause\" :: :); }\n"
+      "void g(unsigned& r) { asm(\"mov.u32 %0, 7;\" : \"=r\"(r)); asm volatile(\"\" ::: "
+      "\"memory\"); }\n"
+      "// host\nvoid x(unsigned& r) { asm(\"mov.u32 %0, 9;\" : \"=r\"(r)); }\n";
+  const std::string original = text;
+  const std::size_t host = text.find("// host");
   std::string preamble, error;
-  std::vector<std::string> skipped;
-  EXPECT_EQ(rewrite_inline_asm_texts(texts, preamble, error, &skipped), 2u) << error;
-  EXPECT_NE(texts[0].find("::cudamux_asm_call_0((r))"), std::string::npos) << texts[0];
-  EXPECT_NE(texts[1].find("::cudamux_asm_call_1((r))"), std::string::npos) << texts[1];
-  EXPECT_NE(texts[1].find("asm(\"pause\" :: :)"), std::string::npos) << texts[1];
-  ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_EQ(skipped[0].rfind("1: ", 0), 0u) << skipped[0];
+  std::vector<UnreadAsm> skipped;
+  EXPECT_EQ(rewrite_inline_asm_where(
+                text, [&](std::size_t offset) { return offset < host; }, preamble, error, &skipped),
+            2u)
+      << error;
+  EXPECT_NE(text.find("::cudamux_asm_call_0((r))"), std::string::npos) << text;
+  EXPECT_NE(text.find("::cudamux_asm_call_1((r))"), std::string::npos) << text;
+  EXPECT_NE(text.find("asm(\"pause\" :: :)"), std::string::npos) << text;
+  EXPECT_NE(text.find("asm volatile(\"\" ::: \"memory\")"), std::string::npos) << text;
+  EXPECT_NE(text.find("asm(\"mov.u32 %0, 9;\""), std::string::npos) << text;
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_NE(skipped[0].why.find("not one of PTX's"), std::string::npos) << skipped[0].why;
+  // Offsets are those of the text as it was.
+  EXPECT_EQ(original.substr(skipped[1].offset, 10), "asm(\"pause") << skipped[1].offset;
   EXPECT_NE(preamble.find("cudamux_asm_call_1"), std::string::npos);
+  EXPECT_EQ(preamble.find("cudamux_asm_call_2"), std::string::npos);
 }
 
 TEST(InlineAsm, BuildsOneFunctionPerStatement) {

@@ -565,6 +565,87 @@ extern "C" __global__ void k(const half* A, const half* B, const float* C, float
     }
 }
 
+// Issue 18: inline PTX whose template a macro builds by stringizing (as CUB's ThreadLoad does,
+// `"ld." #ptx_modifier ".u64 %0, [%1];"`), in a header given to nvrtcCreateProgram, with an
+// "h" operand (no x86 meaning: g++ refuses it before the assembler) and the program's own
+// statement beside: all are translated in the preprocessed text, as one module.
+TEST_F(MockCompile, InlinePtxBuiltByMacrosInGivenHeaders) {
+  const std::string header =
+      "#define LOAD_AS(ptx_type, T, cons)                                       \\\n"
+      "  __device__ T load_##ptx_type(const T* p) {                             \\\n"
+      "    T v;                                                                 \\\n"
+      "    asm volatile(\"ld.global.nc.\" #ptx_type \" %0, [%1];\" : cons(v) : \"l\"(p)); \\\n"
+      "    return v;                                                            \\\n"
+      "  }\n"
+      "LOAD_AS(u64, unsigned long long, \"=l\")\n"
+      "LOAD_AS(u16, unsigned short, \"=h\")\n";
+  auto c = compile(R"(#include "loads.cuh"
+extern "C" __global__ void k(const unsigned long long* a, const unsigned short* b,
+                             unsigned long long* out) {
+  const unsigned t = threadIdx.x;
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  out[t] = load_u64(a + t) + load_u16(b + t) + 1000000ull * lane;
+}
+)",
+                   {}, {}, {{"loads.cuh", header}});
+  ASSERT_TRUE(c.status.ok());
+  ASSERT_TRUE(c.result.success) << c.result.log;
+  std::unique_ptr<be::Module> m;
+  ASSERT_EQ(cu(ctx->load_module(be::native_image(c.result.image.data()), m)), CUDA_SUCCESS);
+  auto* a = dev<unsigned long long>(40);
+  auto* b = dev<unsigned short>(40);
+  auto* out = dev<unsigned long long>(40);
+  for (unsigned i = 0; i < 40; ++i) {
+    a[i] = 0x123456789ull << 20 | i;
+    b[i] = static_cast<unsigned short>(60000 - i);
+  }
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {40}, 0, a, b, out), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (unsigned i = 0; i < 40; ++i) EXPECT_EQ(out[i], a[i] + b[i] + 1000000ull * (i % 32)) << i;
+}
+
+// The program's own macro builds the template: the statement is translated after
+// preprocessing, with the program's other statement.
+TEST_F(MockCompile, InlinePtxBuiltByTheProgramsOwnMacros) {
+  auto m = build(R"(
+#define LOAD(mod, v, p) asm volatile("ld." #mod ".u32 %0, [%1];" : "=r"(v) : "l"(p))
+extern "C" __global__ void k(const unsigned* in, unsigned* out) {
+  const unsigned t = threadIdx.x;
+  unsigned a, b, lane;
+  LOAD(global.nc, a, in + t);
+  LOAD(global.cg, b, in + 40 + t);
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  out[t] = a * 3 + b + 100000 * lane;
+}
+)");
+  ASSERT_TRUE(m);
+  auto* in = dev<unsigned>(80);
+  auto* out = dev<unsigned>(40);
+  for (unsigned i = 0; i < 80; ++i) in[i] = 7 * i + 1;
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {40}, 0, in, out), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  for (unsigned i = 0; i < 40; ++i) EXPECT_EQ(out[i], in[i] * 3 + in[40 + i] + 100000 * (i % 32));
+}
+
+// A header's statement that the PTX front end cannot read stays as written; when the program
+// uses it, the assembler's message names the header's line (line markers kept).
+TEST_F(MockCompile, UnreadableHeaderPtxNamesTheHeadersLine) {
+  auto c = compile(
+      "#include \"odd.cuh\"\nextern \"C\" __global__ void k(unsigned* p) {\n"
+      "  p[0] = odd(p[1]);\n}\n",
+      {}, {},
+      {{"odd.cuh",
+        "__device__ unsigned odd(unsigned x) {\n  unsigned r;\n"
+        "  asm(\"frobnicate.u32 %0, %1;\" : \"=r\"(r) : \"r\"(x));\n"
+        "  return r;\n}\n"}});
+  ASSERT_TRUE(c.status.ok());
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(c.result.log.find("odd.cuh:3: Error: "), std::string::npos) << c.result.log;
+}
+
 TEST_F(MockCompile, InlinePtxErrorsNameTheStatementsLine) {
   auto c = compile(
       "extern \"C\" __global__ void k(int* p) {\n  int v;\n  asm(\"frobnicate.u32 %0;\" : "

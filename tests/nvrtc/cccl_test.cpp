@@ -444,6 +444,73 @@ extern "C" __global__ void k(const int* in, int* sorted, int* sums) {
   }
 }
 
+// cub::ThreadLoad with a cache modifier: CUB writes its `ld.<modifier>` inline PTX by
+// stringizing a macro argument (`"ld." #ptx_modifier ".u64 %0, [%1];"`), so the statement
+// exists only after preprocessing; the mock translates the preprocessed translation unit's
+// inline PTX (issue 18). 8-, 4-, 16-, 2- and 1-byte words, each modifier of the same macros.
+TEST_F(Cccl, CubThreadLoadWithCacheModifiers) {
+  BUILD_OR_RETURN(R"(
+#include <cub/thread/thread_load.cuh>
+template <cub::CacheLoadModifier M>
+__device__ void load_all(int slot, const double* d, const float* f, const int* i,
+                         const float4* f4, const int4* i4, const short* s, const unsigned char* c,
+                         double* out) {
+  const int t = threadIdx.x;
+  const float4 a = cub::ThreadLoad<M>(f4 + t);
+  const int4 b = cub::ThreadLoad<M>(i4 + t);
+  double* o = out + (slot * blockDim.x + t) * 8;
+  o[0] = cub::ThreadLoad<M>(d + t);
+  o[1] = cub::ThreadLoad<M>(f + t);
+  o[2] = cub::ThreadLoad<M>(i + t);
+  o[3] = a.x + a.y + a.z + a.w;
+  o[4] = b.x - b.y + b.z - b.w;
+  o[5] = cub::ThreadLoad<M>(s + t);
+  o[6] = cub::ThreadLoad<M>(c + t);
+  o[7] = 1.0;
+}
+extern "C" __global__ void k(const double* d, const float* f, const int* i, const float4* f4,
+                             const int4* i4, const short* s, const unsigned char* c,
+                             double* out) {
+  load_all<cub::LOAD_LDG>(0, d, f, i, f4, i4, s, c, out);
+  load_all<cub::LOAD_CG>(1, d, f, i, f4, i4, s, c, out);
+  load_all<cub::LOAD_CS>(2, d, f, i, f4, i4, s, c, out);
+  load_all<cub::LOAD_CA>(3, d, f, i, f4, i4, s, c, out);
+  load_all<cub::LOAD_CV>(4, d, f, i, f4, i4, s, c, out);
+}
+)");
+  constexpr int kT = 64, kModifiers = 5;
+  std::vector<double> d(kT), out(kModifiers * kT * 8, -1.0);
+  std::vector<float> f(kT), f4(4 * kT);
+  std::vector<int> i(kT), i4(4 * kT);
+  std::vector<short> s(kT);
+  std::vector<unsigned char> c(kT);
+  for (int t = 0; t < kT; ++t) {
+    d[t] = 1.0 / (t + 3) + 1e10;  // needs all 64 bits
+    f[t] = 0.25f * t - 3.5f;
+    i[t] = -1000003 * t + 7;
+    for (int k = 0; k < 4; ++k) {
+      f4[4 * t + k] = 0.5f * t + static_cast<float>(k);
+      i4[4 * t + k] = (t + 1) * (k + 1) * 1001;
+    }
+    s[t] = static_cast<short>(-300 * t + 5);
+    c[t] = static_cast<unsigned char>(251 - 3 * t);
+  }
+  launch("k", 1, kT, d, f, i, f4, i4, s, c, out);
+  for (int m = 0; m < kModifiers; ++m) {
+    for (int t = 0; t < kT; ++t) {
+      const double* o = &out[(m * kT + t) * 8];
+      EXPECT_EQ(o[0], d[t]) << m << " " << t;
+      EXPECT_EQ(o[1], f[t]) << m << " " << t;
+      EXPECT_EQ(o[2], i[t]) << m << " " << t;
+      EXPECT_EQ(o[3], f4[4 * t] + f4[4 * t + 1] + f4[4 * t + 2] + f4[4 * t + 3]) << m << " " << t;
+      EXPECT_EQ(o[4], i4[4 * t] - i4[4 * t + 1] + i4[4 * t + 2] - i4[4 * t + 3]) << m << " " << t;
+      EXPECT_EQ(o[5], s[t]) << m << " " << t;
+      EXPECT_EQ(o[6], c[t]) << m << " " << t;
+      EXPECT_EQ(o[7], 1.0) << m << " " << t;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

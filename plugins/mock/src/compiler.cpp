@@ -660,64 +660,6 @@ std::vector<std::string> disk_dependencies(const fs::path& deps_file, const fs::
   return out;
 }
 
-// Inline PTX in the headers a program read from its -I folders (its -MD output): the asm
-// statements of the program (`program`, before its own rewrite) and of those headers are
-// translated as one module; the rewritten headers are written under `overlay` at their paths
-// relative to their -I folder, and `src` / `preamble` become the program's text and the
-// module's C++. `originals` receives the headers copied. False when nothing could be done.
-bool translate_header_asm(const fs::path& deps_file, const fs::path& tmp_dir,
-                          const std::string& include_dir,
-                          const std::vector<std::string>& include_paths, std::string program,
-                          const fs::path& overlay, std::string& src, std::string& preamble,
-                          std::vector<std::string>& originals, spdlog::logger& log) {
-  std::vector<std::string> texts{std::move(program)};
-  std::vector<fs::path> targets;
-  std::vector<std::string> sources;
-  for (const auto& file : disk_dependencies(deps_file, tmp_dir, include_dir, std::string())) {
-    for (const auto& inc : include_paths) {
-      std::error_code ec;
-      const std::string root = fs::absolute(inc, ec).lexically_normal().string();
-      if (ec || !file.starts_with(root + (root.ends_with('/') ? "" : "/"))) continue;
-      std::string text = read_file(file);
-      if (text.find("asm") != std::string::npos) {
-        texts.push_back(std::move(text));
-        targets.push_back(overlay / fs::path(file).lexically_relative(root));
-        sources.push_back(file);
-      }
-      break;
-    }
-  }
-  if (targets.empty()) return false;
-  std::string new_preamble, error;
-  std::vector<std::string> skipped;
-  const std::size_t n = rewrite_inline_asm_texts(texts, new_preamble, error, &skipped);
-  // One line per header: how many statements stay as written, and the first reason.
-  std::map<std::size_t, std::pair<std::size_t, std::string>> left;
-  for (const auto& why : skipped) {  // "<text index>: ...": text 0 is the program
-    auto& [count, first] = left[std::strtoul(why.c_str(), nullptr, 10)];
-    if (count++ == 0) first = why.substr(why.find(':') + 2);
-  }
-  for (const auto& [t, info] : left)
-    log.debug("mock compiler: {}: {} inline PTX statement(s) left as written (first: {})",
-              t >= 1 && t <= sources.size() ? sources[t - 1] : std::string("the program"),
-              info.first, info.second);
-  if (n == 0) {
-    log.debug("mock compiler: inline PTX of included headers not translated: {}", error);
-    return false;
-  }
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    std::error_code ec;
-    fs::create_directories(targets[i].parent_path(), ec);
-    if (!write_file(targets[i], texts[i + 1])) return false;
-  }
-  log.debug("mock compiler: {} inline PTX statement(s) translated in {} header(s)", n,
-            targets.size());
-  src = std::move(texts[0]);
-  preamble = std::move(new_preamble);
-  originals = std::move(sources);
-  return true;
-}
-
 // One line per file: size, modification time (ns) and path; empty for a missing file.
 std::string stamp_files(const std::vector<std::string>& files) {
   std::string out;
@@ -977,6 +919,15 @@ std::string strip_prelude(const std::string& pp, const std::string& prelude) {
   return out;
 }
 
+// Whether `offset` of `src` lies in a preprocessing directive: its logical line (backslash
+// continuations joined) starts with `#`.
+bool in_directive(const std::string& src, std::size_t offset) {
+  std::size_t start = offset;
+  while (start > 0 && !(src[start - 1] == '\n' && (start < 2 || src[start - 2] != '\\'))) --start;
+  const auto first = src.find_first_not_of(" \t", start);
+  return first != std::string::npos && first < offset && src[first] == '#';
+}
+
 // Whether `src` holds a preprocessing directive: a line whose first token (comments blanked)
 // is `#`, or the digraph `%:` anywhere (conservatively).
 bool has_directives(const std::string& src) {
@@ -1011,6 +962,92 @@ std::pair<std::string, unsigned> pp_location(const std::string& pp, std::size_t 
     at = nl + 1;
   }
   return {file, line};
+}
+
+// Inline PTX of a preprocessed translation unit (issue 18), translated in that text, where
+// macros are expanded and every template is whole (CUB builds its `ld.global.nc` loads by
+// stringizing a macro argument, `"ld." #ptx_modifier ".u64 %0, [%1];"`): the statements of the
+// program, of the headers given to nvrtcCreateProgram, the built-in headers and those found in
+// the program's folder or its -I folders (NVIDIA's CCCL: cuda::ptx, atomics, CUB's shuffles and
+// loads) become calls of functions translated by the PTX front end, as one module whose C++
+// goes before the text. Statements in the host compiler's own folders (x86 asm, asm labels of
+// glibc) stay as written. `roots`: the folders above, absolute. The text keeps its line count
+// and markers, so that messages name the user's lines. Returns the number of statements
+// translated.
+std::size_t translate_preprocessed_asm(std::string& pp, const std::string& program_name,
+                                       const std::vector<fs::path>& roots, spdlog::logger& log) {
+  struct Region {
+    std::size_t begin;  // offset of the line after the marker
+    std::string quoted_file;
+    unsigned line;
+  };
+  std::vector<Region> regions;
+  for (std::size_t at = 0; at < pp.size();) {
+    std::size_t nl = pp.find('\n', at);
+    if (nl == std::string::npos) nl = pp.size();
+    if (const auto m = line_marker(std::string_view(pp.data() + at, nl - at)))
+      regions.push_back(Region{nl + 1, m->quoted_file, m->line});
+    at = nl + 1;
+  }
+  std::map<std::string, bool> file_rewritable;  // by quoted name: a few hundred files
+  auto rewritable_file = [&](const std::string& quoted) {
+    const auto [it, added] = file_rewritable.try_emplace(quoted, false);
+    if (!added) return it->second;
+    const std::string f = unquote(quoted);
+    bool ok = f == program_name;
+    if (!ok && !f.empty() && f[0] != '<') {
+      // Relative: from a relative -I folder or the program's folder (the compiler's own
+      // folders are absolute).
+      ok = f[0] != '/';
+      for (std::size_t r = 0; !ok && r < roots.size(); ++r) {
+        const fs::path rel = fs::path(f).lexically_normal().lexically_relative(roots[r]);
+        ok = !rel.empty() && *rel.begin() != "..";
+      }
+    }
+    return it->second = ok;
+  };
+  auto region_of = [&](std::size_t offset) -> const Region* {
+    const auto it = std::upper_bound(regions.begin(), regions.end(), offset,
+                                     [](std::size_t o, const Region& r) { return o < r.begin; });
+    return it == regions.begin() ? nullptr : &*std::prev(it);
+  };
+  auto rewritable = [&](std::size_t offset) {
+    const Region* r = region_of(offset);
+    return r != nullptr && rewritable_file(r->quoted_file);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string preamble, error;
+  std::vector<UnreadAsm> skipped;
+  const std::string before = log.should_log(spdlog::level::debug) ? pp : std::string();
+  const std::size_t n = rewrite_inline_asm_where(pp, rewritable, preamble, error, &skipped);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (log.should_log(spdlog::level::debug)) {
+    // One line per file: how many statements stay as written, and the first with its reason.
+    std::map<std::string, std::pair<std::size_t, std::string>> left;
+    for (const auto& u : skipped) {
+      const Region* r = region_of(u.offset);
+      auto& [count, first] = left[unquote(r->quoted_file)];
+      if (count++ != 0) continue;
+      const auto lines = std::count(before.begin() + static_cast<std::ptrdiff_t>(r->begin),
+                                    before.begin() + static_cast<std::ptrdiff_t>(u.offset), '\n');
+      first = "line " + std::to_string(r->line + static_cast<unsigned>(lines)) + ": " + u.why;
+    }
+    for (const auto& [file, info] : left)
+      log.debug("mock compiler: {}: {} inline PTX statement(s) left as written (first: {})", file,
+                info.first, info.second);
+  }
+  if (n == 0) {
+    log.debug("mock compiler: inline PTX of the preprocessed program not translated{}{}",
+              error.empty() ? "" : ": ", error);
+    return 0;
+  }
+  pp = "# 1 \"<inline PTX>\"\n" + preamble + "\n" + pp;
+  log.debug(
+      "mock compiler: {} inline PTX statement(s) of the preprocessed program translated in "
+      "{:.0f} ms ({} KiB of text)",
+      n, ms, pp.size() / 1024);
+  return n;
 }
 
 // The facts of a preprocessed translation unit (`code`: its code_view): identifiers outside
@@ -1477,11 +1514,24 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   // Generated sources (PTX translated by ptx/) carry their own kernel table and #lines.
   std::string src =
       generated ? std::string(request.source) : rewrite_dynamic_shared(std::string(request.source));
+  const std::string src_as_written = generated ? std::string() : src;  // before the asm rewrite
   // Inline PTX (asm statements) becomes calls of functions translated by the PTX front end.
   std::string asm_preamble;
+  // Set when the asm statements are translated in the preprocessed text instead
+  // (translate_preprocessed_asm): for a program whose own macros build a statement, and for the
+  // second compile of a program whose inline PTX reached the assembler.
+  bool translate_pp_asm = false;
   if (!generated) {
     std::string asm_error;
-    if (!rewrite_inline_asm(src, asm_preamble, asm_error)) {
+    std::vector<UnreadAsm> unread;
+    find_asm_statements(src, asm_error, &unread);
+    // A statement in a macro definition that the scanner cannot read as written (its template
+    // built by stringizing, `"ld." #modifier ".u32 %0, [%1];"`) is whole after preprocessing.
+    if (!unread.empty() && std::all_of(unread.begin(), unread.end(), [&](const UnreadAsm& u) {
+          return in_directive(src, u.offset);
+        })) {
+      translate_pp_asm = true;
+    } else if (!rewrite_inline_asm(src, asm_preamble, asm_error)) {
       const auto colon = asm_error.find(':');
       result.log =
           name + ":" + asm_error.substr(5, colon == std::string::npos ? 0 : colon - 5) +
@@ -1504,8 +1554,9 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   // its own translation unit: only the prelude's macros would be expanded, and none of them
   // makes or hides a kernel, a brace or a namespace. It skips the first step (one g++ run,
   // ~20 ms of a small program's first compile; docs/backends/mock.md).
-  const bool plain = !generated && asm_preamble.empty() && o.pre_includes.empty() &&
-                     o.defines.empty() && o.undefines.empty() && !has_directives(src);
+  const bool plain = !generated && !translate_pp_asm && asm_preamble.empty() &&
+                     o.pre_includes.empty() && o.defines.empty() && o.undefines.empty() &&
+                     !has_directives(src);
   std::vector<KernelDecl> kernels;
   std::string twins;
   std::string pp;  // the preprocessed translation unit, less the prelude
@@ -1648,6 +1699,17 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
 
   const auto t0 = std::chrono::steady_clock::now();
   std::string pp_log;  // the preprocessing step's messages (#warning), before the compile's
+  std::size_t pp_asm_translated = 0;
+  std::vector<fs::path> asm_roots;  // folders whose headers' asm is CUDA's (not the host's)
+  if (!generated) {
+    std::error_code abs_ec;
+    for (const std::string& f : {given_dir.string(), files.include_dir})
+      asm_roots.push_back(fs::absolute(f, abs_ec).lexically_normal());
+    if (fs::path(name).has_parent_path())
+      asm_roots.push_back(fs::absolute(fs::path(name).parent_path(), abs_ec).lexically_normal());
+    for (const auto& i : o.include_paths)
+      asm_roots.push_back(fs::absolute(i, abs_ec).lexically_normal());
+  }
   // Preprocesses the program, finds and analyses its kernels and writes the text to compile.
   // False (with `run` holding the messages) when the preprocessor refused the program.
   auto preprocess = [&](Run& run) {
@@ -1661,6 +1723,8 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
       pp_log = run.output;
       pp = strip_prelude(read_file(pp_file), prelude_file);
     }
+    if (translate_pp_asm)
+      pp_asm_translated = translate_preprocessed_asm(pp, name, asm_roots, *log_);
     const std::string code = code_view(pp);
     kernels = scan_kernels(code);
     twins.clear();
@@ -1676,6 +1740,36 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     run = run_process(argv);
     ++runs_;
     run.output = pp_log + run.output;
+  }
+  // The assembler met PTX that g++ passed through (`: Error: no such instruction`), or g++ met
+  // a PTX operand constraint it has no x86 meaning for ("h": 16-bit register): inline PTX of
+  // headers (NVIDIA's CCCL: cuda::ptx, atomics, CUB's shuffles and loads) or made by macros,
+  // which the rewrite of the program's own text (above) cannot see. The program is
+  // preprocessed again as written and every asm statement of the result translated
+  // (translate_preprocessed_asm); compiled again when any was.
+  if (run.exit_code > 0 && run.exit_code < 128 && !generated && !translate_pp_asm &&
+      (run.output.find(": Error: ") != std::string::npos ||
+       run.output.find("impossible constraint in") != std::string::npos)) {
+    // What the first compile read, for the fission retry below if nothing is translated.
+    auto first_pp = pp;
+    auto first_kernels = kernels;
+    auto first_twins = twins;
+    src = src_as_written;
+    asm_preamble.clear();
+    translate_pp_asm = true;
+    Run again;
+    if (!preprocess(again)) {
+      run = again;  // not expected: the same program was preprocessed before
+    } else if (pp_asm_translated > 0) {
+      run = run_process(argv);
+      ++runs_;
+      run.output = pp_log + run.output;
+    } else {
+      pp = std::move(first_pp);
+      kernels = std::move(first_kernels);
+      twins = std::move(first_twins);
+      write_file(pp_file, program_text());
+    }
   }
   if (run.exit_code > 0 && run.exit_code < 128 && !twins.empty()) {
     // The fission transform is checked by the compiler: a twin that does not compile (our
@@ -1694,28 +1788,6 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     run = run_process(argv);
     ++runs_;
     run.output = pp_log + run.output;
-  }
-  std::vector<std::string> header_asm_files;
-  if (run.exit_code > 0 && run.exit_code < 128 && !generated && builtins &&
-      run.output.find(": Error: ") != std::string::npos) {
-    // The assembler met PTX that g++ passed through: asm statements of headers on disk (NVIDIA's
-    // CCCL: cuda::ptx, atomics, CUB's shuffles). They are translated as the program's own are,
-    // in copies of those headers in a private folder searched before the program's -I
-    // folders, and the program is compiled again.
-    const fs::path overlay = dir / "header-asm";
-    if (translate_header_asm(dir / "deps.d", dir, files.include_dir, o.include_paths,
-                             rewrite_dynamic_shared(std::string(request.source)), overlay, src,
-                             asm_preamble, header_asm_files, *log_)) {
-      const auto at = std::find(argv.begin(), argv.end(), "-I" + given_dir.string());
-      if (at != argv.end()) argv.insert(at + 1, "-I" + overlay.string());
-      const auto pp_at = std::find(pp_argv.begin(), pp_argv.end(), "-I" + given_dir.string());
-      if (pp_at != pp_argv.end()) pp_argv.insert(pp_at + 1, "-I" + overlay.string());
-      if (preprocess(run)) {
-        run = run_process(argv);
-        ++runs_;
-        run.output = pp_log + run.output;
-      }
-    }
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -1761,12 +1833,10 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
                                       settings_.pch_dir.empty() ? std::string()
                                                                 : settings_.pch_dir + "/mock-pch");
     std::error_code rm_ec;
-    auto stamped = deps;  // with the headers whose asm was translated (read from copies)
-    stamped.insert(stamped.end(), header_asm_files.begin(), header_asm_files.end());
-    if (stamped.empty())
+    if (deps.empty())
       fs::remove(stamps_file, rm_ec);
     else
-      store_in_cache(stamps_file, stamp_files(stamped), *log_);
+      store_in_cache(stamps_file, stamp_files(deps), *log_);
     store_in_cache(cache_file, serialize(result), *log_);
   }
   return be::kOk;

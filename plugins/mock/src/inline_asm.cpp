@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "cudamux/ptx/cfg.hpp"
@@ -23,10 +24,15 @@ class Scanner {
   std::size_t pos() const { return i_; }
   void seek(std::size_t p) { i_ = p; }
   bool done() const { return i_ >= s_.size(); }
-  unsigned line_at(std::size_t p) const {
-    unsigned l = 1;
-    for (std::size_t k = 0; k < p && k < s_.size(); ++k) l += s_[k] == '\n';
-    return l;
+  // Counted on from the last position asked (statements are found in order): a preprocessed
+  // CCCL translation unit is megabytes long and holds hundreds of statements.
+  unsigned line_at(std::size_t p) {
+    if (p < line_pos_) {
+      line_pos_ = 0;
+      line_ = 1;
+    }
+    for (; line_pos_ < p && line_pos_ < s_.size(); ++line_pos_) line_ += s_[line_pos_] == '\n';
+    return line_;
   }
 
   void skip_space() {
@@ -175,6 +181,8 @@ class Scanner {
  private:
   std::string_view s_;
   std::size_t i_ = 0;
+  std::size_t line_pos_ = 0;
+  unsigned line_ = 1;
 };
 
 bool read_operands(Scanner& sc, bool outputs, std::vector<AsmOperand>& ops, std::string& error) {
@@ -265,7 +273,49 @@ const char* cpp_type(char letter) {
 
 }  // namespace
 
-std::vector<AsmStatement> find_asm_statements(std::string_view source, std::string& error) {
+namespace {
+
+// The statement whose `asm` keyword starts at `begin` (the scanner is after its qualifiers and
+// opening parenthesis); false with `why` when it cannot be read.
+bool read_statement(Scanner& sc, AsmStatement& st, std::string& why) {
+  if (!sc.string_literal(st.text)) {
+    why = "asm statement without a string template";
+    return false;
+  }
+  while (sc.string_literal(st.text)) {
+  }
+  std::vector<AsmOperand> outputs, inputs;
+  if (sc.colon()) {
+    if (!read_operands(sc, true, outputs, why)) return false;
+    if (sc.colon()) {
+      if (!read_operands(sc, false, inputs, why)) return false;
+      if (sc.colon()) {  // clobbers ("memory", "cc"): nothing to do on the CPU
+        std::string clobber;
+        do {
+          clobber.clear();
+          if (!sc.string_literal(clobber)) break;
+        } while (sc.eat(','));
+        if (sc.colon()) {
+          why = "asm goto labels are not supported";
+          return false;
+        }
+      }
+    }
+  }
+  if (!sc.eat(')')) {
+    why = "expected ')' to close the asm statement";
+    return false;
+  }
+  st.end = sc.pos();
+  st.operands = std::move(outputs);
+  for (auto& in : inputs) st.operands.push_back(std::move(in));
+  return true;
+}
+
+}  // namespace
+
+std::vector<AsmStatement> find_asm_statements(std::string_view source, std::string& error,
+                                              std::vector<UnreadAsm>* unread) {
   std::vector<AsmStatement> out;
   Scanner sc(source);
   while (!sc.done()) {
@@ -283,6 +333,7 @@ std::vector<AsmStatement> find_asm_statements(std::string_view source, std::stri
     }
     const std::string_view word = sc.ident();
     if (word != "asm" && word != "__asm" && word != "__asm__") continue;
+    const std::size_t after_word = sc.pos();
     // Qualifiers: volatile, inline, goto (and their underscored spellings).
     for (;;) {
       const std::size_t p = sc.pos();
@@ -297,44 +348,16 @@ std::vector<AsmStatement> find_asm_statements(std::string_view source, std::stri
     AsmStatement st;
     st.begin = begin;
     st.line = sc.line_at(begin);
-    if (!sc.string_literal(st.text)) {
-      error = "line " + std::to_string(st.line) + ": asm statement without a string template";
-      return {};
-    }
-    while (sc.string_literal(st.text)) {
-    }
-    std::vector<AsmOperand> outputs, inputs;
     std::string why;
-    if (sc.colon()) {
-      if (!read_operands(sc, true, outputs, why)) {
+    if (!read_statement(sc, st, why)) {
+      if (unread == nullptr) {
         error = "line " + std::to_string(st.line) + ": " + why;
         return {};
       }
-      if (sc.colon()) {
-        if (!read_operands(sc, false, inputs, why)) {
-          error = "line " + std::to_string(st.line) + ": " + why;
-          return {};
-        }
-        if (sc.colon()) {  // clobbers ("memory", "cc"): nothing to do on the CPU
-          std::string clobber;
-          do {
-            clobber.clear();
-            if (!sc.string_literal(clobber)) break;
-          } while (sc.eat(','));
-          if (sc.colon()) {
-            error = "line " + std::to_string(st.line) + ": asm goto labels are not supported";
-            return {};
-          }
-        }
-      }
+      unread->push_back(UnreadAsm{begin, std::move(why)});
+      sc.seek(after_word);  // the rest is scanned as ordinary text
+      continue;
     }
-    if (!sc.eat(')')) {
-      error = "line " + std::to_string(st.line) + ": expected ')' to close the asm statement";
-      return {};
-    }
-    st.end = sc.pos();
-    st.operands = std::move(outputs);
-    for (auto& in : inputs) st.operands.push_back(std::move(in));
     out.push_back(std::move(st));
   }
   return out;
@@ -519,52 +542,34 @@ bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string&
   return true;
 }
 
-std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::string& preamble,
-                                     std::string& error, std::vector<std::string>* skipped) {
+std::size_t rewrite_inline_asm_where(std::string& text,
+                                     const std::function<bool(std::size_t)>& rewritable,
+                                     std::string& preamble, std::string& error,
+                                     std::vector<UnreadAsm>* skipped) {
   preamble.clear();
-  struct Found {
-    std::size_t text;
-    AsmStatement st;
-  };
-  std::vector<Found> kept;
-  std::size_t dropped = 0;
-  for (std::size_t t = 0; t < texts.size(); ++t) {
-    std::string scan_error;
-    auto statements = find_asm_statements(texts[t], scan_error);
-    if (!scan_error.empty()) {
-      if (t == 0) {
-        error = scan_error;
-        return 0;
-      }
-      if (skipped != nullptr) skipped->push_back(std::to_string(t) + ": " + scan_error);
-      continue;  // a header the scanner cannot read stays as it is
+  std::vector<UnreadAsm> unread;
+  std::vector<AsmStatement> kept;
+  for (auto& st : find_asm_statements(text, error, &unread)) {
+    if (!rewritable(st.begin)) continue;
+    // An empty template (`asm volatile("" ::: "memory")`, a compiler barrier) is as good on
+    // the CPU as on the GPU, and a translated call would lose the clobber.
+    if (st.text.find_first_not_of(" \t\n\r") == std::string::npos) continue;
+    // Each statement on its own first: one the front end cannot read is left in place (it
+    // only matters if the compiler emits it, and then the log names it).
+    std::string ptx, why;
+    std::vector<ptx::Diagnostic> diagnostics;
+    if (!asm_functions_ptx({st}, ptx, why) || !ptx::parse(ptx, diagnostics)) {
+      unread.push_back(UnreadAsm{st.begin, !why.empty() ? why : parse_problem(diagnostics)});
+      continue;
     }
-    for (auto& st : statements) {
-      // Each statement on its own first: one the front end cannot read is left in place (it
-      // only matters if the compiler emits it, and then the log names it).
-      std::string ptx, why;
-      std::vector<ptx::Diagnostic> diagnostics;
-      if (!asm_functions_ptx({st}, ptx, why) || !ptx::parse(ptx, diagnostics)) {
-        if (t == 0) {
-          error = "line " + std::to_string(st.line) +
-                  ": inline PTX: " + (!why.empty() ? why : parse_problem(diagnostics));
-          return 0;
-        }
-        ++dropped;
-        if (skipped != nullptr)
-          skipped->push_back(std::to_string(t) + ": line " + std::to_string(st.line) + ": " +
-                             (!why.empty() ? why : parse_problem(diagnostics)));
-        continue;
-      }
-      kept.push_back(Found{t, std::move(st)});
-    }
+    kept.push_back(std::move(st));
   }
+  if (skipped != nullptr)
+    for (auto& u : unread)
+      if (rewritable(u.offset)) skipped->push_back(std::move(u));
   if (kept.empty()) return 0;
-  std::vector<AsmStatement> all;
-  all.reserve(kept.size());
-  for (const auto& f : kept) all.push_back(f.st);
   std::string ptx;
-  if (!asm_functions_ptx(all, ptx, error)) return 0;
+  if (!asm_functions_ptx(kept, ptx, error)) return 0;
   std::vector<ptx::Diagnostic> diagnostics;
   const auto module = ptx::parse(ptx, diagnostics);
   if (!module) {
@@ -572,16 +577,20 @@ std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::strin
     return 0;
   }
   std::vector<bool> collective;
-  preamble = translated_preamble(*module, all, collective);
-  // Replacements from the end of each text, so that earlier offsets stay valid.
-  for (std::size_t k = kept.size(); k-- > 0;) {
-    const Found& f = kept[k];
-    std::string& text = texts[f.text];
-    const std::string original = text.substr(f.st.begin, f.st.end - f.st.begin);
-    text.replace(f.st.begin, f.st.end - f.st.begin,
-                 asm_call(f.st, k, original, k < collective.size() && collective[k]));
+  preamble = translated_preamble(*module, kept, collective);
+  // One pass over the text (it can be megabytes long).
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    const AsmStatement& st = kept[k];
+    out.append(text, at, st.begin - at);
+    out += asm_call(st, k, std::string_view(text).substr(st.begin, st.end - st.begin),
+                    k < collective.size() && collective[k]);
+    at = st.end;
   }
-  (void)dropped;
+  out.append(text, at, std::string::npos);
+  text = std::move(out);
   return kept.size();
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,10 +29,18 @@ struct AsmStatement {
   unsigned line = 1;                 // of `asm`, for messages
 };
 
+// A statement left as written, at `offset` of its text, and why.
+struct UnreadAsm {
+  std::size_t offset = 0;
+  std::string why;
+};
+
 // Finds every asm statement of a CUDA C++ source (outside comments and literals). Statements
 // it cannot read (an unterminated literal, a constraint it does not know) are reported in
-// `error` with their line; the scan stops there.
-std::vector<AsmStatement> find_asm_statements(std::string_view source, std::string& error);
+// `error` with their line and the scan stops there; with `unread`, they are listed there
+// instead and the scan goes on.
+std::vector<AsmStatement> find_asm_statements(std::string_view source, std::string& error,
+                                              std::vector<UnreadAsm>* unread = nullptr);
 
 // The PTX module of the statements (one .func per statement, named cudamux_asm_<i>), or an
 // error naming the statement's line when a template refers to an operand that does not exist.
@@ -53,15 +62,16 @@ std::string asm_wrappers(const std::vector<AsmStatement>& statements,
 // a call. False with a message naming the line when a statement cannot be translated.
 bool rewrite_inline_asm(std::string& source, std::string& preamble, std::string& error);
 
-// The same rewrite over several texts at once (the program first, then headers it includes
-// from disk, such as NVIDIA's CCCL with its cuda::ptx and atomics), numbered as one module so
-// that one preamble serves them all. Statements of a header that the front end cannot read are
-// left in place (they matter only if the compiler emits them); in the program (texts[0]) they
-// are an error, as with rewrite_inline_asm. Returns the number of statements rewritten (0 with
-// `error` set on failure).
-// `skipped` (optional) receives "<text index>: <why>" for each header or statement left as is.
-std::size_t rewrite_inline_asm_texts(std::vector<std::string>& texts, std::string& preamble,
-                                     std::string& error,
-                                     std::vector<std::string>* skipped = nullptr);
+// The same rewrite over one preprocessed translation unit (g++ -E's output), where macros
+// have made every template concrete (CUB's `"ld." #ptx_modifier ".u64 %0, [%1];"`): only the
+// statements whose offset `rewritable` accepts are translated, as one module. Statements the
+// scanner or the front end cannot read are left as written and listed in `skipped` (they
+// matter only if the compiler emits them), as are empty templates (compiler barriers, without
+// a report). Returns the number of statements rewritten (0 with `error` set when the module as
+// a whole does not parse).
+std::size_t rewrite_inline_asm_where(std::string& text,
+                                     const std::function<bool(std::size_t)>& rewritable,
+                                     std::string& preamble, std::string& error,
+                                     std::vector<UnreadAsm>* skipped = nullptr);
 
 }  // namespace cudamux::mock
