@@ -138,9 +138,11 @@ CUresult check_location(const CUmemLocation& l, bool allow_host, const char* fn)
   return reject(CUDA_ERROR_INVALID_VALUE, fn, "unsupported memory location");
 }
 
-// The location in the backend's numbering.
+// The location in the backend's numbering. Advice that names no location is not checked, so
+// its device may be anything: one we do not have reaches the backend as CU_DEVICE_INVALID.
 CUmemLocation backend_location(CUmemLocation l) {
-  if (l.type == CU_MEM_LOCATION_TYPE_DEVICE) l.id = Core::get().backend_ordinal(l.id);
+  if (l.type == CU_MEM_LOCATION_TYPE_DEVICE)
+    l.id = Core::get().valid_device(l.id) ? Core::get().backend_ordinal(l.id) : kInvalidDevice;
   return l;
 }
 

@@ -40,6 +40,10 @@ TYPES = {
     'texture_flag': (('macro', r'CU_TRSF_\w+'), ('macro', r'HIP_TRSF_\w+')),
     'stream_wait_condition': (('enum', 'CUstreamWaitValue_flags'), ('macro', r'hipStreamWaitValue[A-Z]\w*')),
     'ipc_mem_flag': (('enum', 'CUipcMem_flags'), ('macro', r'hipIpcMem[A-Z]\w*')),
+    'mem_advise': (('enum', 'CUmem_advise'), ('enum', 'hipMemoryAdvise')),
+    # HIP names the host by a device argument (hipCpuDeviceId), not by a location type.
+    'mem_location_type': (('enum', 'CUmemLocationType'),
+                          [('enum', 'hipMemLocationType'), ('macro', r'hip(Cpu|Invalid)DeviceId')]),
 }
 
 
@@ -95,8 +99,9 @@ def main():
                   for it in items if it['kind'] == 'enum' and it.get('typedef')}
     cuda_macros = {it['name'] for it in items if it['kind'] == 'macro'}
     hip_text = hip_headers(hip_dir)
-    # Flag macros: hexadecimal, or decimal (hipIpcMemLazyEnablePeerAccess is 0).
-    hip_macros = set(re.findall(r'#define\s+(\w+)\s+(?:0x[0-9a-fA-F]+|[0-9]+)\b', hip_text))
+    # Flag macros: hexadecimal, or decimal (hipIpcMemLazyEnablePeerAccess is 0), or a cast
+    # negative device id (hipCpuDeviceId is ((int)-1)).
+    hip_macros = set(re.findall(r'#define\s+(\w+)\s+(?:0x[0-9a-fA-F]+\b|[0-9]+\b|\(\(int\)-[0-9]+\))', hip_text))
     counted = 0
     for table, (cuda_type, hip_type) in TYPES.items():
         mine = [r for r in rows if r[1] == table]
@@ -116,8 +121,11 @@ def main():
                 for side in r[3] or ():
                     if side not in cuda_enums['CUmemorytype']:
                         errors.append(f'table {table}: {side} is not a CUmemorytype')
-        kind, what = hip_type
-        wanted = hip_enum(hip_text, what) if kind == 'enum' else {m for m in hip_macros if re.fullmatch(what, m)}
+        specs = hip_type if isinstance(hip_type, list) else [hip_type]
+        wanted = set()
+        for kind, what in specs:
+            wanted |= hip_enum(hip_text, what) if kind == 'enum' else {m for m in hip_macros if re.fullmatch(what, m)}
+        what = ' or '.join(w for _, w in specs)
         have = {r[2] for r in mine if r[2]}
         for name in sorted(wanted - have):
             errors.append(f'table {table}: HIP constant {name} has no row (add CM_MAP or CM_HIP_ONLY)')

@@ -40,6 +40,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+struct PageHints;  // managed memory hints, below
 struct Alloc {
   std::size_t size;
   std::string kind;  // dev, host, managed, reg
@@ -50,6 +51,9 @@ struct Alloc {
   // through hipIpcOpenMemHandle (/proc/<pid>/fd/<fd>); -1 for everything else.
   int fd = -1;
   std::size_t mapped = 0;  // bytes of the fd's mapping (munmap'ed on release)
+  // Managed memory: the HSA SVM attributes of each page, once advised or prefetched (they go
+  // with the allocation, so a later allocation at the same address starts clean).
+  std::shared_ptr<std::vector<PageHints>> hints;
 };
 
 struct State {
@@ -1763,4 +1767,179 @@ FAKE_API hipError_t hipIpcOpenEventHandle(hipEvent_t* event, hipIpcEventHandle_t
   if (e->shared->exporter_pid == static_cast<std::int32_t>(::getpid()))
     return done("hipIpcOpenEventHandle", name, hipErrorInvalidContext);  // as ROCm 5.2
   return done("hipIpcOpenEventHandle", name, hipSuccess);
+}
+
+// ---------------------------------------------------------------------------------------
+// Managed memory hints (issue 17), as ROCm 5.2.3 gives them on a kernel driver with HMM
+// support (hipamd src/hip_hmm.cpp; ROCclr device/rocm rocdevice.cpp SetSvmAttributesInt and
+// rocvirtual.cpp submitSvmPrefetchAsync): each advice sets one HSA SVM attribute of the pages
+// in range, a prefetch moves them in stream order. The fake keeps those attributes per 4 KiB
+// page of each managed allocation; hipMemRangeGetAttribute (which the plugin does not call)
+// lets tests read what HIP was told.
+namespace {
+struct PageHints {
+  bool read_mostly = false;
+  bool coarse_grain = false;
+  int preferred = hipInvalidDeviceId;
+  std::uint64_t accessed_by = 0;  // bit d: GPU d; bit 63: the CPU
+  int prefetched = hipInvalidDeviceId;
+};
+constexpr std::size_t kHintPage = 4096;
+constexpr std::uint64_t kCpuBit = std::uint64_t{1} << 63;
+
+// Calls `each` (S().mu held) for every page of [p, p+n) in one managed allocation; false when
+// the range is not wholly inside one. ROCm 5.2 hands any range to HSA (its SVM tracking is
+// off by default, ROC_HMM_FLAGS=0); the fake refuses other memory so that a wrong pointer or
+// size fails a test instead of passing unnoticed.
+template <class F>
+bool for_managed_pages(const void* p, std::size_t n, F&& each) {
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  auto it = s.allocs.upper_bound(v);
+  if (it == s.allocs.begin()) return false;
+  --it;
+  Alloc& a = it->second;
+  const std::size_t offset = v - it->first;
+  if (a.kind != "managed" || offset >= a.size || n > a.size - offset) return false;
+  if (!a.hints)
+    a.hints = std::make_shared<std::vector<PageHints>>((a.size + kHintPage - 1) / kHintPage);
+  for (std::size_t page = offset / kHintPage; page < (offset + n + kHintPage - 1) / kHintPage;
+       ++page)
+    each((*a.hints)[page]);
+  return true;
+}
+
+const char* advice_name(hipMemoryAdvise a) {
+  switch (a) {
+    case hipMemAdviseSetReadMostly:
+      return "hipMemAdviseSetReadMostly";
+    case hipMemAdviseUnsetReadMostly:
+      return "hipMemAdviseUnsetReadMostly";
+    case hipMemAdviseSetPreferredLocation:
+      return "hipMemAdviseSetPreferredLocation";
+    case hipMemAdviseUnsetPreferredLocation:
+      return "hipMemAdviseUnsetPreferredLocation";
+    case hipMemAdviseSetAccessedBy:
+      return "hipMemAdviseSetAccessedBy";
+    case hipMemAdviseUnsetAccessedBy:
+      return "hipMemAdviseUnsetAccessedBy";
+    case hipMemAdviseSetCoarseGrain:
+      return "hipMemAdviseSetCoarseGrain";
+    case hipMemAdviseUnsetCoarseGrain:
+      return "hipMemAdviseUnsetCoarseGrain";
+  }
+  return "hipMemoryAdvise(?)";
+}
+}  // namespace
+
+FAKE_API hipError_t hipMemAdvise(const void* p, size_t n, hipMemoryAdvise advice, int device) {
+  const char* fn = "hipMemAdvise";
+  const std::string args = fmt("%s, %zu, %s, %d", N(p).c_str(), n, advice_name(advice), device);
+  FAKE_INJECT(fn, args);
+  // hipamd: a device that is neither a GPU nor hipCpuDeviceId is an invalid value.
+  if (p == nullptr || n == 0 || (device != hipCpuDeviceId && !valid_device(device)))
+    return done(fn, args, hipErrorInvalidValue);
+  // ROCclr acts for GPU `device`, or GPU 0 for hipCpuDeviceId where the CPU's agent is not used
+  // (unsetting accessed-by always names the GPU's agent).
+  const int gpu = device == hipCpuDeviceId ? 0 : device;
+  const bool cpu = device == hipCpuDeviceId;
+  const std::uint64_t agent_bit = cpu ? kCpuBit : std::uint64_t{1} << device;
+  bool known_advice = true;
+  const bool ok = for_managed_pages(p, n, [&](PageHints& h) {
+    switch (advice) {
+      case hipMemAdviseSetReadMostly:
+        h.read_mostly = true;
+        break;
+      case hipMemAdviseUnsetReadMostly:
+        h.read_mostly = false;
+        break;
+      case hipMemAdviseSetPreferredLocation:
+        h.preferred = cpu ? hipCpuDeviceId : device;
+        break;
+      case hipMemAdviseUnsetPreferredLocation:
+        h.preferred = hipInvalidDeviceId;
+        break;
+      case hipMemAdviseSetAccessedBy:
+        h.accessed_by |= agent_bit;
+        break;
+      case hipMemAdviseUnsetAccessedBy:
+        h.accessed_by &= ~(std::uint64_t{1} << gpu);
+        break;
+      case hipMemAdviseSetCoarseGrain:
+        h.coarse_grain = true;
+        break;
+      case hipMemAdviseUnsetCoarseGrain:
+        h.coarse_grain = false;
+        break;
+      default:
+        known_advice = false;  // ROCclr: "return false" -> hipErrorInvalidValue
+    }
+  });
+  return done(fn, args, ok && known_advice ? hipSuccess : hipErrorInvalidValue);
+}
+
+FAKE_API hipError_t hipMemPrefetchAsync(const void* p, size_t n, int device, hipStream_t sh) {
+  const char* fn = "hipMemPrefetchAsync";
+  const std::string args = fmt("%s, %zu, %d, %s", N(p).c_str(), n, device, N(sh).c_str());
+  FAKE_INJECT(fn, args);
+  if (p == nullptr || n == 0) return done(fn, args, hipErrorInvalidValue);
+  if (sh != nullptr && !stream_of(sh)) return done(fn, args, hipErrorContextIsDestroyed);
+  std::uintptr_t base = 0;
+  Alloc a;
+  if (!find_alloc(p, base, a) || n > a.size - (reinterpret_cast<std::uintptr_t>(p) - base))
+    return done(fn, args, hipErrorInvalidValue);
+  if (device != hipCpuDeviceId && !valid_device(device))
+    return done(fn, args, hipErrorInvalidDevice);
+  // Memory HIP knows but HSA's SVM does not: ROCm logs the failed prefetch on its queue; the
+  // call has already succeeded.
+  return enqueue(fn, args, sh,
+                 [=] { for_managed_pages(p, n, [&](PageHints& h) { h.prefetched = device; }); });
+}
+
+// What HIP holds for [p, p+n), answered as ROCm's hipMemRangeGetAttribute documents it: a
+// value every page shares, else hipInvalidDeviceId (0 for read-mostly); accessed-by lists the
+// GPUs, then hipCpuDeviceId, then fills with hipInvalidDeviceId.
+FAKE_API hipError_t hipMemRangeGetAttribute(void* data, size_t size, hipMemRangeAttribute attribute,
+                                            const void* p, size_t n) {
+  const char* fn = "hipMemRangeGetAttribute";
+  const std::string args =
+      fmt("%zu, %d, %s, %zu", size, static_cast<int>(attribute), N(p).c_str(), n);
+  if (data == nullptr || size == 0 || p == nullptr || n == 0)
+    return done(fn, args, hipErrorInvalidValue);
+  std::vector<PageHints> pages;
+  if (!for_managed_pages(p, n, [&](PageHints& h) { pages.push_back(h); }))
+    return done(fn, args, hipErrorInvalidValue);
+  auto* out = static_cast<int*>(data);
+  auto common = [&](int PageHints::*field) {
+    for (const PageHints& h : pages)
+      if (h.*field != pages.front().*field) return static_cast<int>(hipInvalidDeviceId);
+    return pages.front().*field;
+  };
+  switch (attribute) {
+    case hipMemRangeAttributeReadMostly:
+      *out =
+          std::all_of(pages.begin(), pages.end(), [](const PageHints& h) { return h.read_mostly; });
+      break;
+    case hipMemRangeAttributePreferredLocation:
+      *out = common(&PageHints::preferred);
+      break;
+    case hipMemRangeAttributeLastPrefetchLocation:
+      *out = common(&PageHints::prefetched);
+      break;
+    case hipMemRangeAttributeAccessedBy: {
+      std::uint64_t all = ~std::uint64_t{0};
+      for (const PageHints& h : pages) all &= h.accessed_by;
+      std::size_t k = 0;
+      const std::size_t slots = size / sizeof(int);
+      for (int d = 0; d < S().devices && k < slots; ++d)
+        if (all & (std::uint64_t{1} << d)) out[k++] = d;
+      if ((all & kCpuBit) && k < slots) out[k++] = hipCpuDeviceId;
+      for (; k < slots; ++k) out[k] = hipInvalidDeviceId;
+      break;
+    }
+    default:
+      return done(fn, args, hipErrorInvalidValue);
+  }
+  return done(fn, args, hipSuccess);
 }

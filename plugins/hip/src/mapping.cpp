@@ -95,6 +95,10 @@ std::string_view table_name(Table t) noexcept {
       return "stream_wait_condition";
     case Table::ipc_mem_flag:
       return "ipc_mem_flag";
+    case Table::mem_advise:
+      return "mem_advise";
+    case Table::mem_location_type:
+      return "mem_location_type";
   }
   return "?";
 }

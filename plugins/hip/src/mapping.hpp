@@ -33,6 +33,8 @@ enum class Table : std::uint8_t {
   texture_flag,
   stream_wait_condition,
   ipc_mem_flag,
+  mem_advise,
+  mem_location_type,
 };
 
 struct Row {

@@ -193,6 +193,24 @@ std::size_t rows_per_slice(std::size_t slice, std::size_t pitch, std::size_t hei
   return pitch != 0 ? slice / pitch : height;
 }
 
+// The device argument hipMemAdvise and hipMemPrefetchAsync take for a CUDA location, through
+// the mem_location_type table: a device's ordinal, or hipCpuDeviceId for the host.
+be::Status hip_device_argument(spdlog::logger& log, const CUmemLocation& location, const char* fn,
+                               int& device) {
+  const auto hip = mapping::to_hip(Table::mem_location_type, location.type);
+  if (!hip) return unmapped_argument(log, Table::mem_location_type, location.type, fn);
+  if (*hip == hipMemLocationTypeDevice) {
+    if (location.id < 0) return status(hipErrorInvalidDevice);
+    device = location.id;
+    return be::kOk;
+  }
+  if (*hip == hipCpuDeviceId) {
+    device = hipCpuDeviceId;
+    return be::kOk;
+  }
+  return kInvalidValue;  // no location
+}
+
 struct HostCall {
   void (*fn)(void*);
   void* user;
@@ -336,6 +354,13 @@ class HipQueue final : public be::Queue {
                     : status(api_.hipStreamWriteValue32(stream_, addr,
                                                         static_cast<std::uint32_t>(value), 0));
     return true;
+  }
+
+  // cuMemPrefetchAsync of managed memory (issue 17): in stream order, as CUDA's.
+  be::Status prefetch(void* ptr, std::size_t bytes, CUmemLocation to) override {
+    int device = hipCpuDeviceId;
+    if (auto st = hip_device_argument(log_, to, "cuMemPrefetchAsync", device); !st.ok()) return st;
+    return status(api_.hipMemPrefetchAsync(ptr, bytes, device, stream_));
   }
 
   be::Status launch(const be::LaunchDesc& d) override {
@@ -722,6 +747,35 @@ class HipBackend final : public be::Backend {
   [[nodiscard]] be::Compiler* compiler() noexcept override { return compiler_.get(); }
   [[nodiscard]] be::Images* images() noexcept override { return images_.get(); }
 
+  // cuMemAdvise of managed memory (issue 17): hipMemAdvise, synchronous in both APIs.
+  be::Status advise(std::uintptr_t ptr, std::size_t bytes, CUmem_advise advice,
+                    CUmemLocation location) override {
+    if (!runtime_) return kNotSupported;  // no managed memory can exist then
+    const char* fn = "cuMemAdvise";
+    const auto hip_advice = mapping::to_hip(Table::mem_advise, advice);
+    if (!hip_advice) return unmapped_argument(*log_, Table::mem_advise, advice, fn);
+    // Advice that names no location: CUDA ignores the argument; HIP 5.2 checks it is a device
+    // or hipCpuDeviceId and otherwise uses it only for preferred location and accessed-by.
+    int device = hipCpuDeviceId;
+    if (advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION || advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
+        advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY) {
+      if (auto st = hip_device_argument(*log_, location, fn, device); !st.ok()) return st;
+      if (device != hipCpuDeviceId && !devices_.valid(device)) return status(hipErrorInvalidDevice);
+      // ROCm 5.2 (ROCclr SetSvmAttributes) unsets accessed-by for GPU 0's agent whatever the
+      // device argument, so the host's would undo GPU 0's advice instead: the hint is dropped
+      // (the core still records it; pages stay mapped for the host, which costs no correctness).
+      if (advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY && device == hipCpuDeviceId) {
+        if (!host_unset_logged_.exchange(true))
+          log_->info(
+              "hip backend: cuMemAdvise: UNSET_ACCESSED_BY for the host is not passed to HIP "
+              "(ROCm 5.2 would apply it to GPU 0); the pages stay mapped for the host");
+        return be::kOk;
+      }
+    }
+    return status(runtime_->api.hipMemAdvise(reinterpret_cast<const void*>(ptr), bytes,
+                                             static_cast<hipMemoryAdvise>(*hip_advice), device));
+  }
+
   be::Status open_context(int ordinal, unsigned /*ctx flags: HIP's are per device, process-wide*/,
                           std::unique_ptr<be::DeviceContext>& out) override {
     if (!devices_.valid(ordinal)) return status(hipErrorInvalidDevice);
@@ -756,6 +810,7 @@ class HipBackend final : public be::Backend {
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<HiprtcCompiler> compiler_;
   std::unique_ptr<HipImages> images_;
+  std::atomic<bool> host_unset_logged_{false};
 };
 
 std::string hip_name(hipError_t e) {

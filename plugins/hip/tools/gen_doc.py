@@ -36,6 +36,8 @@ TITLES = {
     'texture_flag': 'Texture flags (`CU_TRSF_*` → `HIP_TRSF_*`)',
     'stream_wait_condition': 'Stream wait conditions (`CU_STREAM_WAIT_VALUE_*` → `hipStreamWaitValue*`)',
     'ipc_mem_flag': 'IPC memory open flags (`CU_IPC_MEM_*` → `hipIpcMem*`)',
+    'mem_advise': 'Managed memory advice (`CUmem_advise` → `hipMemoryAdvise`)',
+    'mem_location_type': 'Memory locations (`CUmemLocationType` → `hipMemLocationType`, or HIP\'s device argument)',
 }
 
 
