@@ -124,11 +124,13 @@ CUresult managed_range(CUdeviceptr ptr, std::size_t count, Allocation& out, std:
   return CUDA_SUCCESS;
 }
 
-// A location given to advice or a prefetch: a device of ours, or the host.
-CUresult check_location(const CUmemLocation& l, bool allow_host, const char* fn) {
+// A location given to advice or a prefetch: a device of ours, or the host. `bad_device` is the
+// answer for a device we do not have: NVIDIA's driver 580 says CUDA_ERROR_INVALID_DEVICE for
+// prefetches but CUDA_ERROR_INVALID_VALUE for cuMemAdvise_v2's locations (measured on an H100).
+CUresult check_location(const CUmemLocation& l, bool allow_host, const char* fn,
+                        CUresult bad_device = CUDA_ERROR_INVALID_DEVICE) {
   if (l.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-    if (!Core::get().valid_device(l.id))
-      return reject(CUDA_ERROR_INVALID_DEVICE, fn, "no such device");
+    if (!Core::get().valid_device(l.id)) return reject(bad_device, fn, "no such device");
     return CUDA_SUCCESS;
   }
   if (allow_host &&
@@ -174,8 +176,8 @@ CUresult advise(CUdeviceptr ptr, std::size_t count, CUmem_advise advice, CUmemLo
   const bool needs_location = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
                               advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
                               advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
-  if (needs_location) {
-    if (CUresult r = check_location(location, true, fn)) return r;
+  if (needs_location) {  // cuMemAdvise (a CUdevice) checked its device already
+    if (CUresult r = check_location(location, true, fn, CUDA_ERROR_INVALID_VALUE)) return r;
   }
   Allocation a;
   std::size_t lo = 0, hi = 0;
