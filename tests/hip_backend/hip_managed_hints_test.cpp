@@ -20,28 +20,13 @@ extern "C" CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr, size_t, CUdevice, CU
 #include <string>
 #include <vector>
 
+#include "fake_hip_hooks.hpp"
+
 namespace {
 
-#define ASSERT_CU(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
+using namespace fake_hip_hooks;
 
-void* fake_library() {
-  const char* path = std::getenv("CUDAMUX_HIP_RUNTIME");
-  static void* h = dlopen(path ? path : "", RTLD_NOW | RTLD_LOCAL);
-  return h;
-}
-template <class Fn>
-Fn* fake_fn(const char* name) {
-  return reinterpret_cast<Fn*>(dlsym(fake_library(), name));
-}
-std::string fake_log() { return fake_fn<const char*()>("fakehip_log")(); }
-void fake_clear() { fake_fn<void()>("fakehip_log_clear")(); }
-std::size_t count_of(const std::string& needle) {
-  const std::string log = fake_log();
-  std::size_t n = 0;
-  for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
-  return n;
-}
-bool logged(const std::string& needle) { return count_of(needle) != 0; }
+#define ASSERT_CU(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
 
 // What the fake HIP holds for a range: one int, or the accessed-by list.
 int hip_range_int(hipMemRangeAttribute attribute, CUdeviceptr p, size_t bytes) {

@@ -19,34 +19,19 @@
 #include <thread>
 #include <vector>
 
+#include "fake_hip_hooks.hpp"
+
 namespace {
+
+using namespace fake_hip_hooks;
 
 #define ASSERT_CU(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
 
-// The fake runtime, as the plugin opened it: its hooks and its HIP functions.
-void* fake_library() {
-  const char* path = std::getenv("CUDAMUX_HIP_RUNTIME");
-  static void* h = dlopen(path ? path : "", RTLD_NOW | RTLD_LOCAL);
-  return h;
-}
-template <class Fn>
-Fn* fake_fn(const char* name) {
-  return reinterpret_cast<Fn*>(dlsym(fake_library(), name));
-}
-std::string fake_log() { return fake_fn<const char*()>("fakehip_log")(); }
-void fake_clear() { fake_fn<void()>("fakehip_log_clear")(); }
-bool logged(const std::string& needle) { return fake_log().find(needle) != std::string::npos; }
 std::string line_with(const std::string& needle) {
   const std::string log = fake_log();
   const auto at = log.find(needle);
   if (at == std::string::npos) return {};
   return log.substr(at, log.find('\n', at) - at);
-}
-std::size_t count_of(const std::string& needle) {
-  const std::string log = fake_log();
-  std::size_t n = 0;
-  for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
-  return n;
 }
 
 // The stream is idle within a generous bound (a wait that never ends fails the test instead of

@@ -9,17 +9,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "fake_hip_hooks.hpp"
+
 namespace {
 
-#define ASSERT_RT(call) ASSERT_EQ((call), cudaSuccess) << #call
+using namespace fake_hip_hooks;
 
-std::string fake_log() {
-  const char* path = std::getenv("CUDAMUX_HIP_RUNTIME");
-  static auto* fn = reinterpret_cast<const char* (*)()>(
-      dlsym(dlopen(path ? path : "", RTLD_NOW | RTLD_LOCAL), "fakehip_log"));
-  return fn != nullptr ? fn() : "";
-}
-bool logged(const std::string& needle) { return fake_log().find(needle) != std::string::npos; }
+#define ASSERT_RT(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 cudaMemLocation location(cudaMemLocationType type, int id) {
   cudaMemLocation l{};

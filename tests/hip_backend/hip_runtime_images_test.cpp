@@ -11,24 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "fake_hip_hooks.hpp"
+
 namespace {
+
+using namespace fake_hip_hooks;
 
 #define ASSERT_RT(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define EXPECT_RT(call) EXPECT_EQ((call), cudaSuccess) << #call
 
-// The fake's hooks (tests/hip_backend/fake_hip.cpp), from the library the plugin opened.
-void* fake_library() {
-  const char* path = std::getenv("CUDAMUX_HIP_RUNTIME");
-  return dlopen(path ? path : "", RTLD_NOW | RTLD_LOCAL);
-}
-std::string fake_log() {
-  static auto* fn = reinterpret_cast<const char* (*)()>(dlsym(fake_library(), "fakehip_log"));
-  return fn();
-}
-void fake_clear() {
-  static auto* fn = reinterpret_cast<void (*)()>(dlsym(fake_library(), "fakehip_log_clear"));
-  fn();
-}
 int live_arrays() {
   static auto* fn = reinterpret_cast<void (*)(int*, int*, int*, int*)>(
       dlsym(fake_library(), "fakehip_live_images"));
@@ -36,7 +27,6 @@ int live_arrays() {
   fn(&a, &m, &t, &s);
   return a + m + t + s;
 }
-bool logged(const std::string& needle) { return fake_log().find(needle) != std::string::npos; }
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
   std::vector<unsigned char> v(n);

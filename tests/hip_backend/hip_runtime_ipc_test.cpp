@@ -14,16 +14,13 @@
 #include <cstring>
 #include <string>
 
+#include "fake_hip_hooks.hpp"
+
 namespace {
 
-#define ASSERT_RT(call) ASSERT_EQ((call), cudaSuccess) << #call
+using namespace fake_hip_hooks;
 
-std::string fake_log() {
-  const char* path = std::getenv("CUDAMUX_HIP_RUNTIME");
-  static auto* fn = reinterpret_cast<const char* (*)()>(
-      dlsym(dlopen(path ? path : "", RTLD_NOW | RTLD_LOCAL), "fakehip_log"));
-  return fn != nullptr ? fn() : "";
-}
+#define ASSERT_RT(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 std::string hex(const void* p, size_t n) {
   std::string out;
