@@ -7,29 +7,12 @@
 #include <string>
 
 #include "conformance.hpp"
+#include "ipc_child_command.hpp"
 
 namespace conformance {
 namespace {
 
 using Ipc = Driver;
-
-std::string hex(const void* p, size_t n) {
-  std::string out;
-  char two[3];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(two, sizeof two, "%02x", static_cast<const unsigned char*>(p)[i]);
-    out += two;
-  }
-  return out;
-}
-
-std::string helper(const char* name) {
-  char self[4096] = {};
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return {};
-  std::string path(self, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/') + 1) + name;
-}
 
 // Another process opens the allocation and the event: it reads what this process wrote, writes
 // an answer this process reads, sees the event pending while this process holds its stream
@@ -37,7 +20,7 @@ std::string helper(const char* name) {
 TEST_F(Ipc, AnotherProcessOpensMemoryAndEvent) {
   CUDAMUX_SKIP_ON_ORACLE(
       "the child process got nothing from NVIDIA's driver directly (580); to debug");
-  const std::string child_path = helper("driver_ipc_child");
+  const std::string child_path = ipc_child::program_path();
   if (access(child_path.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << child_path;
   DeviceBuffer buf(1 << 16);
   const unsigned value = 0x1badb002;
@@ -54,7 +37,8 @@ TEST_F(Ipc, AnotherProcessOpensMemoryAndEvent) {
   Gate gate;
   ASSERT_OK(cuLaunchHostFunc(s, &Gate::block, &gate));
   ASSERT_OK(cuEventRecord(e, s));
-  const std::string command = child_path + " " + hex(&mh, sizeof mh) + " " + hex(&eh, sizeof eh);
+  const std::string command =
+      child_path + " " + ipc_child::hex(&mh, sizeof mh) + " " + ipc_child::hex(&eh, sizeof eh);
   FILE* child = popen(command.c_str(), "r");
   ASSERT_NE(child, nullptr);
   char word[64] = {}, state[64] = {}, last[64] = {};
@@ -92,7 +76,7 @@ TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
       "the core's pools over HIP's memory: HIP's IPC handle uses all 64 bytes (ROCr's handle, "
       "size, offset) and does not fit beside the pointer record in CUmemPoolPtrExportData, so "
       "the other process's import is CUDA_ERROR_NOT_SUPPORTED (docs/backends/hip.md)");
-  const std::string child_path = helper("driver_ipc_child");
+  const std::string child_path = ipc_child::program_path();
   if (access(child_path.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << child_path;
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -114,7 +98,7 @@ TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
   CUmemPoolPtrExportData data{};
   ASSERT_OK(cuMemPoolExportPointer(&data, a));
   const std::string command = child_path + " pool " + std::to_string(getpid()) + " " +
-                              std::to_string(fd) + " " + hex(&data, sizeof data);
+                              std::to_string(fd) + " " + ipc_child::hex(&data, sizeof data);
   FILE* child = popen(command.c_str(), "r");
   ASSERT_NE(child, nullptr);
   char word[64] = {};

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "fake_hip_hooks.hpp"
+#include "ipc_child_command.hpp"
 
 namespace {
 
@@ -22,26 +23,8 @@ using namespace fake_hip_hooks;
 
 #define ASSERT_RT(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-std::string hex(const void* p, size_t n) {
-  std::string out;
-  char two[3];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(two, sizeof two, "%02x", static_cast<const unsigned char*>(p)[i]);
-    out += two;
-  }
-  return out;
-}
-
-std::string sibling(const char* name) {
-  char self[4096] = {};
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return {};
-  const std::string path(self, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/') + 1) + name;
-}
-
 TEST(HipRuntimeIpc, AnotherProcessOpensMemoryAndEvent) {
-  const std::string child_path = sibling("driver_ipc_child");
+  const std::string child_path = ipc_child::program_path();
   if (access(child_path.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << child_path;
   ASSERT_RT(cudaSetDevice(0));
   void* buf = nullptr;
@@ -68,7 +51,8 @@ TEST(HipRuntimeIpc, AnotherProcessOpensMemoryAndEvent) {
   EXPECT_EQ(cudaIpcOpenEventHandle(&own_event, eh), cudaErrorDeviceUninitialized);
   (void)cudaGetLastError();
 
-  const std::string command = child_path + " " + hex(&mh, sizeof mh) + " " + hex(&eh, sizeof eh);
+  const std::string command =
+      child_path + " " + ipc_child::hex(&mh, sizeof mh) + " " + ipc_child::hex(&eh, sizeof eh);
   FILE* child = popen(command.c_str(), "r");
   ASSERT_NE(child, nullptr);
   char word[64] = {}, state[64] = {}, last[64] = {};
