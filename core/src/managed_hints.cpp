@@ -169,14 +169,17 @@ int device_of(CUmemLocationType type, int id) {
   return kInvalidDevice;
 }
 
+// Whether `advice` names a location (the others ignore the device they are given).
+bool names_location(CUmem_advise advice) {
+  return advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
+         advice == CU_MEM_ADVISE_SET_ACCESSED_BY || advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
+}
+
 CUresult advise(CUdeviceptr ptr, std::size_t count, CUmem_advise advice, CUmemLocation location,
                 const char* fn) {
   if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown advice");
-  const bool needs_location = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
-                              advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
-                              advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
-  if (needs_location) {  // cuMemAdvise (a CUdevice) checked its device already
+  if (names_location(advice)) {  // cuMemAdvise (a CUdevice) checked its device already
     if (CUresult r = check_location(location, true, fn, CUDA_ERROR_INVALID_VALUE)) return r;
   }
   Allocation a;
@@ -335,10 +338,8 @@ namespace cudamux::impl {
 using core::reject;
 
 CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device) {
-  const bool needs_device = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
-                            advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
-                            advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
-  if (needs_device && device != CU_DEVICE_CPU && !core::Core::get().valid_device(device))
+  if (core::names_location(advice) && device != CU_DEVICE_CPU &&
+      !core::Core::get().valid_device(device))
     return reject(CUDA_ERROR_INVALID_DEVICE, "cuMemAdvise", "no such device");
   return core::advise(devPtr, count, advice, core::location_of_device(device), "cuMemAdvise");
 }

@@ -1269,15 +1269,10 @@ class NvidiaBackend final : public be::Backend {
                     CUmemLocation location) override {
     if (!driver_ || !driver_->api.cuMemAdvise_v2) return be::kOk;  // a hint: nothing to emulate
     if (location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-      if (devices_.valid(location.id)) {
-        location.id = devices_.slot(location.id).device;
-      } else if (advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
-                 advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
-                 advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY) {
-        return status(CUDA_ERROR_INVALID_DEVICE);
-      }
-      // Else advice that names no location (read-mostly, unsetting the preferred location):
-      // NVIDIA ignores its device, whatever it is (driver 580 accepts 4096 and -7).
+      // The core checked the device of advice that names a location; other advice (read-mostly,
+      // unsetting the preferred location) may carry any, which NVIDIA ignores (driver 580
+      // accepts 4096 and -7) and is passed as it is.
+      if (devices_.valid(location.id)) location.id = devices_.slot(location.id).device;
     }
     return status(driver_->api.cuMemAdvise_v2(ptr, bytes, advice, location));
   }
