@@ -61,6 +61,21 @@ struct MemPool {
   std::vector<Block> cached;
   std::map<std::uintptr_t, Block> live;
   std::map<std::uintptr_t, int> imports;  // imported pools: pointers imported, and how often
+
+  // A pool of the backend's own driver (Backend::native_pools; issue 16): the driver keeps
+  // its memory, reuse, accounting and sharing, so `cached` stays empty and the counters above
+  // unused; `live` still names the pool's handed-out blocks (pointer queries, frees).
+  bool native = false;
+  std::uint64_t native_handle = 0;
+  int allocating = 0;  // native allocations under way: the pool stays until they are entered
+  // Native imports: the context that imported each (the driver frees it there), and whether
+  // this process entered it in Core::allocations (an import that returned an address the
+  // registry already held, the exporter's own block, is not entered twice).
+  struct NativeImport {
+    Context* ctx = nullptr;
+    bool entered = false;
+  };
+  std::map<std::uintptr_t, NativeImport> native_imports;
 };
 
 namespace {
@@ -101,6 +116,34 @@ struct State {
 State& state() {
   static State& s = *new State;  // outlives static destructors: exit handlers may still call in
   return s;
+}
+
+backend::NativePools* native_pools() noexcept { return Core::get().backend().native_pools(); }
+
+// The backend context current on this thread, for the native pools' calls; null without one.
+backend::DeviceContext* current_backend_context() noexcept {
+  Context* c = nullptr;
+  return current_context(c) == CUDA_SUCCESS && c ? c->impl.get() : nullptr;
+}
+
+// A location as the backend numbers devices.
+CUmemLocation backend_location(CUmemLocation loc) noexcept {
+  if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE && Core::get().valid_device(loc.id))
+    loc.id = Core::get().backend_ordinal(loc.id);
+  return loc;
+}
+
+// On a backend with native pools, a default pool is the driver's default pool of its location.
+CUresult attach_native_default(MemPool& p, const char* fn) {
+  backend::NativePools* np = native_pools();
+  if (!np) return CUDA_SUCCESS;
+  std::uint64_t h = 0;
+  const auto status = np->default_pool(current_backend_context(),
+                                       backend_location(p.props.location), p.props.allocType, h);
+  if (!status.ok()) return Core::get().map(status, fn);
+  p.native = true;
+  p.native_handle = h;
+  return CUDA_SUCCESS;
 }
 
 void bump_high(MemPool& p) noexcept {
@@ -177,7 +220,7 @@ void sweep(State& st) {
   for (auto it = st.pools.begin(); it != st.pools.end();) {
     MemPool& p = **it;
     if (p.destroyed) release_cached(p, 0);
-    if (p.destroyed && p.cached.empty() && p.live.empty()) {
+    if (p.destroyed && p.cached.empty() && p.live.empty() && p.allocating == 0) {
       it = st.pools.erase(it);
     } else {
       ++it;
@@ -215,6 +258,7 @@ CUresult default_pool(State& st, int device, MemPool*& out) {
     p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     p->props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
     p->props.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+    if (CUresult r = attach_native_default(*p, "cuDeviceGetDefaultMemPool")) return r;
     if (CUresult r = register_pool(st, std::move(p), slot)) return r;
   }
   out = slot;
@@ -312,6 +356,7 @@ CUresult located_default_pool(State& st, const CUmemLocation& loc, CUmemAllocati
     if (loc.type == CU_MEM_LOCATION_TYPE_HOST || loc.type == CU_MEM_LOCATION_TYPE_NONE)
       p->props.location.id = 0;
     p->device = loc.type == CU_MEM_LOCATION_TYPE_DEVICE ? loc.id : -1;
+    if (CUresult r = attach_native_default(*p, "cuMemGetDefaultMemPool")) return r;
     if (CUresult r = register_pool(st, std::move(p), slot)) return r;
   }
   out = slot;
@@ -355,6 +400,8 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
   State& st = state();
   Block block;
   MemPool* p = pool;
+  bool native = false;
+  std::uint64_t native_handle = 0;
   {
     std::lock_guard lock(st.mutex);
     sweep(st);
@@ -373,64 +420,89 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
           fn, p->device, s.ctx->device);
       return CUDA_ERROR_NOT_SUPPORTED;
     }
-    // The best cached block: the lowest rank, then the smallest; blocks more than twice the
-    // request stay for larger requests.
-    auto best = p->cached.end();
-    int best_rank = 4;
-    for (auto it = p->cached.begin(); it != p->cached.end(); ++it) {
-      if (it->size < size || it->size / 2 >= size) continue;
-      const int rank = reuse_rank(st, *p, *it, s);
-      if (rank < 0) continue;
-      if (rank < best_rank || (rank == best_rank && it->size < best->size)) {
-        best = it;
-        best_rank = rank;
-      }
-    }
-    if (best != p->cached.end()) {
-      if (best_rank == 3) {  // the allocator's own dependency on the free
-        Event& e = *best->event;
-        if (auto r = core.map(submit(s, [&](backend::Queue& q) { return q.wait(*e.impl); }), fn))
-          return r;
-      }
-      block = std::move(*best);
-      p->cached.erase(best);
-      retire(std::move(block.event));
-      block.stream_id = 0;
+    if (p->native) {
+      native = true;
+      native_handle = p->native_handle;
+      block.kind = kind_of(*p);
+      ++p->allocating;
     } else {
-      if (const std::size_t max = p->props.maxSize; max && p->reserved + size > max) {
-        if (size <= max) release_cached(*p, max - size);  // completed frees make room
-        if (p->reserved + size > max)
-          return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "the pool's maxSize is reached");
-      }
-      void* mem = nullptr;
-      const AllocKind kind = kind_of(*p);
-      const auto allocate = [&] {
-        switch (kind) {
-          case AllocKind::host_alloc:  // pinned, mapped, every context's (portable)
-            return s.ctx->impl->allocate_host(
-                size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP, &mem);
-          case AllocKind::managed:
-            return s.ctx->impl->allocate_managed(size, CU_MEM_ATTACH_GLOBAL, &mem);
-          default:
-            return s.ctx->impl->allocate(size, &mem);
+      // The best cached block: the lowest rank, then the smallest; blocks more than twice the
+      // request stay for larger requests.
+      auto best = p->cached.end();
+      int best_rank = 4;
+      for (auto it = p->cached.begin(); it != p->cached.end(); ++it) {
+        if (it->size < size || it->size / 2 >= size) continue;
+        const int rank = reuse_rank(st, *p, *it, s);
+        if (rank < 0) continue;
+        if (rank < best_rank || (rank == best_rank && it->size < best->size)) {
+          best = it;
+          best_rank = rank;
         }
-      };
-      auto status = allocate();
-      if (!status.ok()) {  // cached memory of the pool goes back first, then one more try
-        release_cached(*p, 0);
-        status = allocate();
       }
-      if (!status.ok()) return core.map(status, fn);
-      block.base = reinterpret_cast<std::uintptr_t>(mem);
-      block.size = size;
-      block.ctx = s.ctx;
-      block.kind = kind;
-      p->reserved += size;
+      if (best != p->cached.end()) {
+        if (best_rank == 3) {  // the allocator's own dependency on the free
+          Event& e = *best->event;
+          if (auto r = core.map(submit(s, [&](backend::Queue& q) { return q.wait(*e.impl); }), fn))
+            return r;
+        }
+        block = std::move(*best);
+        p->cached.erase(best);
+        retire(std::move(block.event));
+        block.stream_id = 0;
+      } else {
+        if (const std::size_t max = p->props.maxSize; max && p->reserved + size > max) {
+          if (size <= max) release_cached(*p, max - size);  // completed frees make room
+          if (p->reserved + size > max)
+            return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "the pool's maxSize is reached");
+        }
+        void* mem = nullptr;
+        const AllocKind kind = kind_of(*p);
+        const auto allocate = [&] {
+          switch (kind) {
+            case AllocKind::host_alloc:  // pinned, mapped, every context's (portable)
+              return s.ctx->impl->allocate_host(
+                  size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP, &mem);
+            case AllocKind::managed:
+              return s.ctx->impl->allocate_managed(size, CU_MEM_ATTACH_GLOBAL, &mem);
+            default:
+              return s.ctx->impl->allocate(size, &mem);
+          }
+        };
+        auto status = allocate();
+        if (!status.ok()) {  // cached memory of the pool goes back first, then one more try
+          release_cached(*p, 0);
+          status = allocate();
+        }
+        if (!status.ok()) return core.map(status, fn);
+        block.base = reinterpret_cast<std::uintptr_t>(mem);
+        block.size = size;
+        block.ctx = s.ctx;
+        block.kind = kind;
+        p->reserved += size;
+      }
+      p->used += block.size;
+      bump_high(*p);
+      st.owner[block.base] = p;
+      st.has_cached.store(true, std::memory_order_relaxed);
+      p->live.emplace(block.base,
+                      Block{block.base, block.size, block.ctx, block.kind, 0, 0, nullptr});
     }
-    p->used += block.size;
-    bump_high(*p);
+  }
+  if (native) {  // the driver's pool, in the stream's order (outside the lock: it may block)
+    void* mem = nullptr;
+    const auto status = submit(s, [&](backend::Queue& q) {
+      backend::Status result;
+      if (!q.allocate_from_pool(native_handle, bytes, &mem, result))
+        result = core.backend().errors().not_supported();
+      return result;
+    });
+    std::lock_guard lock(st.mutex);
+    --p->allocating;
+    if (!status.ok()) return core.map(status, fn);
+    block.base = reinterpret_cast<std::uintptr_t>(mem);
+    block.size = bytes;
+    block.ctx = s.ctx;
     st.owner[block.base] = p;
-    st.has_cached.store(true, std::memory_order_relaxed);
     p->live.emplace(block.base,
                     Block{block.base, block.size, block.ctx, block.kind, 0, 0, nullptr});
   }
@@ -457,7 +529,7 @@ namespace {
 // forgotten (`imported` set).
 CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& block,
                              Allocation& alloc, bool& imported, bool& unmap_import,
-                             const char* fn) {
+                             Context*& native_import, const char* fn) {
   Core& core = Core::get();
   State& st = state();
   const auto base = static_cast<std::uintptr_t>(p);
@@ -471,7 +543,13 @@ CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& b
       if (--it->second == 0) {
         q->imports.erase(it);
         // Another process's block: this process mapped it (cuMemPoolImportPointer).
-        unmap_import = q->origin_pid != getpid();
+        unmap_import = !q->native && q->origin_pid != getpid();
+        // The driver's import: the driver frees it, in the context that imported it.
+        if (auto r = q->native_imports.find(base); r != q->native_imports.end()) {
+          native_import = r->second.ctx;
+          if (r->second.entered) core.allocations.erase(base);
+          q->native_imports.erase(r);
+        }
       }
       imported = true;
       return CUDA_SUCCESS;
@@ -508,8 +586,21 @@ CUresult pool_free_async(CUdeviceptr p, Stream& s) {
   Block block;
   Allocation alloc;
   bool imported = false, unmap_import = false;
-  if (CUresult r = unregister_for_free(p, true, pool, block, alloc, imported, unmap_import, fn))
+  Context* native_import = nullptr;
+  if (CUresult r = unregister_for_free(p, true, pool, block, alloc, imported, unmap_import,
+                                       native_import, fn))
     return r;
+  // The driver's pools: the driver frees in the stream's order (a destroyed pool whose last
+  // block this was goes at the next sweep).
+  if ((pool && pool->native) || native_import) {
+    const auto status = submit(s, [&](backend::Queue& q) {
+      backend::Status result;
+      if (!q.free_to_pool(reinterpret_cast<void*>(p), result))
+        result = Core::get().backend().errors().not_supported();
+      return result;
+    });
+    return Core::get().map(status, fn);
+  }
   // The mapping of another process's block goes once this process's work is done with it
   // (cuIpcCloseMemHandle waits for every context).
   if (imported) return unmap_import ? impl::cuIpcCloseMemHandle(p) : CUDA_SUCCESS;
@@ -548,10 +639,20 @@ bool pool_free_sync(CUdeviceptr p, CUresult& result) {
   Block block;
   Allocation alloc;
   bool imported = false, unmap_import = false;
-  if (unregister_for_free(p, false, pool, block, alloc, imported, unmap_import, "cuMemFree") !=
-      CUDA_SUCCESS)
+  Context* native_import = nullptr;
+  if (unregister_for_free(p, false, pool, block, alloc, imported, unmap_import, native_import,
+                          "cuMemFree") != CUDA_SUCCESS)
     return false;
   result = CUDA_SUCCESS;
+  // The driver's pools: its cuMemFree takes pool memory and imports; like every cuMemFree here it
+  // waits for every context first (the driver itself does not synchronize for pool memory).
+  Context* native_ctx =
+      native_import ? native_import : (pool && pool->native ? block.ctx : nullptr);
+  if (native_ctx) {
+    quiesce_all_contexts();
+    result = Core::get().map(native_ctx->impl->free(reinterpret_cast<void*>(p)), "cuMemFree");
+    return true;
+  }
   if (imported) {
     if (unmap_import) result = impl::cuIpcCloseMemHandle(p);
     return true;
@@ -615,8 +716,22 @@ void pool_after_synchronize(int device) noexcept {
 
 void pool_forget_context(Context& ctx) noexcept {
   State& st = state();
-  std::lock_guard lock(st.mutex);
+  std::vector<std::uintptr_t> native_blocks;  // the driver frees them, below
+  std::unique_lock lock(st.mutex);
   for (auto& p : st.pools) {
+    std::erase_if(p->native_imports, [&](const auto& kv) { return kv.second.ctx == &ctx; });
+    if (p->native) {
+      for (auto it = p->live.begin(); it != p->live.end();) {
+        if (it->second.ctx != &ctx) {
+          ++it;
+          continue;
+        }
+        native_blocks.push_back(it->first);
+        st.owner.erase(it->first);
+        it = p->live.erase(it);
+      }
+      continue;
+    }
     for (auto it = p->cached.begin(); it != p->cached.end();) {
       if (it->event && it->event->ctx == &ctx) {  // complete: the context was quiesced
         it->event.reset();
@@ -654,7 +769,63 @@ void pool_forget_context(Context& ctx) noexcept {
     }
   }
   sweep(st);
+  lock.unlock();
+  if (native_blocks.empty()) return;
+  // The driver's pool memory of the context: out of the registry (whose sweep would free host
+  // and managed blocks by the wrong path), then freed by the driver's cuMemFree.
+  Core& core = Core::get();
+  {
+    std::unique_lock alloc_lock(core.alloc_mutex);
+    for (std::uintptr_t base : native_blocks) core.allocations.erase(base);
+  }
+  for (std::uintptr_t base : native_blocks) (void)ctx.impl->free(reinterpret_cast<void*>(base));
 }
+
+namespace {
+
+// cuMemPoolImportPointer on a pool of the driver's own: the driver maps the allocation into the
+// current context, and it becomes device memory of that context here.
+CUresult import_native_pointer(CUmemoryPool pool, const CUmemPoolPtrExportData& data,
+                               CUdeviceptr& out) {
+  const char* fn = "cuMemPoolImportPointer";
+  Context* ctx = nullptr;
+  if (CUresult r = current_context(ctx)) return reject(r, fn, "no current context");
+  Core& core = Core::get();
+  State& st = state();
+  std::uint64_t handle = 0;
+  {
+    std::lock_guard lock(st.mutex);
+    MemPool* p = pool_of(pool);
+    if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+    handle = p->native_handle;
+  }
+  void* mem = nullptr;
+  std::size_t bytes = 0;
+  if (auto status = native_pools()->import_pointer(*ctx->impl, handle, data, &mem, bytes);
+      !status.ok())
+    return core.map(status, fn);
+  const auto base = reinterpret_cast<std::uintptr_t>(mem);
+  bool entered = false;
+  {
+    std::unique_lock alloc_lock(core.alloc_mutex);
+    if (!core.allocations.contains(base)) {
+      Allocation a{base, bytes, AllocKind::device, ctx, ctx->handle, ctx->device, 0, 0};
+      a.buffer_id = core.next_buffer_id.fetch_add(1);
+      core.allocations[base] = a;
+      entered = true;
+    }
+    std::lock_guard lock(st.mutex);
+    MemPool* p = pool_of(pool);
+    if (p) {
+      ++p->imports[base];
+      p->native_imports.try_emplace(base, MemPool::NativeImport{ctx, entered});
+    }
+  }
+  out = static_cast<CUdeviceptr>(base);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
 
 CUmemoryPool pool_of_pointer(std::uintptr_t base) noexcept {
   State& st = state();
@@ -752,10 +923,23 @@ CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
   p->device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
   p->props = *props;
   p->props.win32SecurityAttributes = nullptr;
+  backend::NativePools* np = core::native_pools();
+  backend::DeviceContext* ctx = core::current_backend_context();
+  if (np) {  // the driver's own pool: its rules for what the properties may say apply
+    CUmemPoolProps native_props = p->props;
+    native_props.location = core::backend_location(props->location);
+    if (auto status = np->create(ctx, native_props, p->native_handle); !status.ok())
+      return Core::get().map(status, fn);
+    p->native = true;
+  }
   core::State& st = core::state();
   std::lock_guard lock(st.mutex);
+  const std::uint64_t native_handle = p->native ? p->native_handle : 0;
   MemPool* out = nullptr;
-  if (CUresult r = core::register_pool(st, std::move(p), out)) return r;
+  if (CUresult r = core::register_pool(st, std::move(p), out)) {
+    if (np) (void)np->destroy(ctx, native_handle);
+    return r;
+  }
   *pool = out->handle;
   return CUDA_SUCCESS;
 }
@@ -767,6 +951,13 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
   if (p->is_default) return reject(CUDA_ERROR_INVALID_VALUE, fn, "a device's default pool");
+  // The driver's pool: the driver keeps it until its outstanding allocations are freed.
+  if (p->native) {
+    if (auto status =
+            core::native_pools()->destroy(core::current_backend_context(), p->native_handle);
+        !status.ok())
+      return Core::get().map(status, fn);
+  }
   Core::get().mempools.erase(reinterpret_cast<std::uintptr_t>(pool));
   // The device whose current pool it was gets its default pool back (CUDA's rule).
   for (MemPool*& c : st.current_pools)
@@ -786,6 +977,10 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
   std::lock_guard lock(st.mutex);
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->native)
+    return Core::get().map(core::native_pools()->set_attribute(core::current_backend_context(),
+                                                               p->native_handle, attr, value),
+                           fn);
   const auto u64 = [&] { return *static_cast<const cuuint64_t*>(value); };
   switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -822,6 +1017,10 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
   std::lock_guard lock(st.mutex);
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->native)
+    return Core::get().map(core::native_pools()->get_attribute(core::current_backend_context(),
+                                                               p->native_handle, attr, value),
+                           fn);
   const auto put = [&](cuuint64_t v) { *static_cast<cuuint64_t*>(value) = v; };
   switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -858,6 +1057,10 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   std::lock_guard lock(st.mutex);
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, "cuMemPoolTrimTo", "invalid pool");
+  if (p->native)
+    return Core::get().map(core::native_pools()->trim_to(core::current_backend_context(),
+                                                         p->native_handle, minBytesToKeep),
+                           "cuMemPoolTrimTo");
   // Only memory whose frees have completed can go: the rest may still be in use by the device.
   core::release_cached(*p, minBytesToKeep);
   return CUDA_SUCCESS;
@@ -893,6 +1096,13 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_
                                                   core.backend_ordinal(p->device)))
       return reject(CUDA_ERROR_INVALID_DEVICE, fn, "the device cannot access the pool's device");
   }
+  if (p->native) {  // checked as NVIDIA's driver checks; the driver applies it
+    std::vector<CUmemAccessDesc> descs(map, map + count);
+    for (CUmemAccessDesc& d : descs) d.location = core::backend_location(d.location);
+    return core.map(
+        core::native_pools()->set_access(core::current_backend_context(), p->native_handle, descs),
+        fn);
+  }
   const bool device_pool = core::kind_of(*p) == core::AllocKind::device;
   for (size_t i = 0; i < count; ++i)
     if (!device_pool || map[i].location.id != p->device)
@@ -908,6 +1118,14 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
   std::lock_guard lock(st.mutex);
   MemPool* p = core::pool_of(memPool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->native) {
+    if (location->type == CU_MEM_LOCATION_TYPE_DEVICE && !Core::get().valid_device(location->id))
+      return reject(CUDA_ERROR_INVALID_VALUE, fn, "no such device");
+    return Core::get().map(
+        core::native_pools()->get_access(core::current_backend_context(), p->native_handle,
+                                         core::backend_location(*location), *flags),
+        fn);
+  }
   const bool device_pool = core::kind_of(*p) == core::AllocKind::device;
   // A host pool's memory is the host's to read and write (NVIDIA's driver 580 answers so).
   if (core::kind_of(*p) == core::AllocKind::host_alloc &&
@@ -1060,6 +1278,11 @@ CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
     if (p->imported || !(p->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
       return reject(CUDA_ERROR_INVALID_VALUE, fn,
                     "the pool was not created exportable as a POSIX fd");
+    if (p->native)  // the driver's descriptor, which another process's driver imports
+      return Core::get().map(
+          core::native_pools()->export_pool(core::current_backend_context(), p->native_handle,
+                                            *static_cast<int*>(handle_out)),
+          fn);
     rec.pid = getpid();
     rec.uid = p->uid;
     rec.base = static_cast<std::uint64_t>(p->device);
@@ -1084,6 +1307,26 @@ CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "only POSIX file descriptors are supported");
   const int fd =
       static_cast<int>(reinterpret_cast<std::intptr_t>(handle));  // CUDA passes the fd by value
+  if (backend::NativePools* np = core::native_pools()) {
+    // The driver's pool, a view that imports its pointers and never allocates; its device is
+    // the driver's to know (access queries pass through).
+    auto p = std::make_unique<MemPool>();
+    if (auto status = np->import_pool(core::current_backend_context(), fd, p->native_handle);
+        !status.ok())
+      return Core::get().map(status, fn);
+    p->native = true;
+    p->device = -1;
+    p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    p->props.location = {CU_MEM_LOCATION_TYPE_DEVICE, -1};
+    p->imported = true;
+    core::State& st = core::state();
+    std::lock_guard lock(st.mutex);
+    MemPool* out = nullptr;
+    if (CUresult r = core::register_pool(st, std::move(p), out)) return r;
+    *pool_out = out->handle;
+    return CUDA_SUCCESS;
+  }
   core::ShareRecord rec;
   rec.magic = 0;
   if (fd < 0 || pread(fd, &rec, sizeof rec, 0) != static_cast<ssize_t>(sizeof rec) ||
@@ -1141,6 +1384,11 @@ CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdevicep
   const MemPool& p = *it->second;
   if (!(p.props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool is not exportable");
+  if (p.native)
+    return Core::get().map(
+        core::native_pools()->export_pointer(core::current_backend_context(),
+                                             reinterpret_cast<void*>(ptr), *shareData_out),
+        fn);
   core::ShareRecord rec;
   rec.pid = getpid();
   rec.uid = p.uid;
@@ -1166,14 +1414,18 @@ CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
                                 CUmemPoolPtrExportData* shareData) {
   const char* fn = "cuMemPoolImportPointer";
   if (!ptr_out || !shareData) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null argument");
-  core::ShareRecord rec;
-  std::memcpy(&rec, shareData->reserved, sizeof rec);
-  if (rec.magic != core::kShareMagic)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not exported pointer data");
   core::State& st = core::state();
   std::unique_lock lock(st.mutex);
   MemPool* p = core::pool_of(pool);
   if (!p) return reject(CUDA_ERROR_INVALID_VALUE, fn, "invalid pool");
+  if (p->native) {
+    lock.unlock();
+    return core::import_native_pointer(pool, *shareData, *ptr_out);
+  }
+  core::ShareRecord rec;
+  std::memcpy(&rec, shareData->reserved, sizeof rec);
+  if (rec.magic != core::kShareMagic)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn, "not exported pointer data");
   if (!p->imported || p->origin_uid != rec.uid || p->origin_pid != rec.pid)
     return reject(CUDA_ERROR_INVALID_VALUE, fn,
                   "the pointer was not exported from this pool's origin");

@@ -997,6 +997,46 @@ TEST(ThroughLibcuda, SteadyLaunchesAndQueriesCallTheDriverOnceEach) {
       << r.output;
 }
 
+// issue 16: cuMemAllocAsync and cuMemPool* reach NVIDIA's own pools (its sub-allocation,
+// counters and sharing), with the program's device numbers as NVIDIA's and the core's registry
+// still knowing the memory (copies, the pointer's pool).
+TEST(ThroughLibcuda, StreamOrderedPoolsAreNvidias) {
+  const ProbeRun r = run_probe("driver = \"" + standin("fake").string() + "\"\n", "info",
+                               "pools " + standin("fake").string());
+  EXPECT_THAT(
+      r.output,
+      AllOf(
+          HasSubstr("pools alloc CUDA_SUCCESS"), HasSubstr("pools roundtrip ok"),
+          HasSubstr("pools handle matches"),
+          // NVIDIA's counter (the core's own pools would say 1024: blocks of 512 bytes).
+          HasSubstr("pools used 1000\n"), HasSubstr("pools free CUDA_SUCCESS"),
+          HasSubstr("pools used after free 0\n"), HasSubstr("pools threshold 1048576"),
+          HasSubstr("fake: cuDeviceGetDefaultMemPool 100"),
+          HasSubstr("fake: cuMemAllocFromPoolAsync 1000 location 1:100"),
+          HasSubstr("pools create CUDA_SUCCESS"),
+          HasSubstr("fake: cuMemPoolCreate location 1:100 type 1 handles 1 maxSize 1048576"),
+          HasSubstr("pools set access CUDA_SUCCESS"),
+          HasSubstr("fake: cuMemPoolSetAccess location 1:101 flags 3"),
+          HasSubstr("pools access of device 1 3"), HasSubstr("pools alloc from pool CUDA_SUCCESS"),
+          // NVIDIA's maxSize rule, answered by NVIDIA.
+          HasSubstr("pools beyond maxSize CUDA_ERROR_OUT_OF_MEMORY"),
+          HasSubstr("pools export CUDA_SUCCESS"), HasSubstr("pools import CUDA_SUCCESS"),
+          HasSubstr("fake: cuMemPoolImportFromShareableHandle"),
+          HasSubstr("pools export pointer CUDA_SUCCESS"),
+          HasSubstr("pools import pointer CUDA_SUCCESS same"),
+          HasSubstr("pools free import CUDA_SUCCESS"), HasSubstr("pools cuMemFree CUDA_SUCCESS"),
+          HasSubstr("fake: cuMemFree_v2 pool"), HasSubstr("pools destroy CUDA_SUCCESS"),
+          HasSubstr("fake: cuMemPoolDestroy"), HasSubstr("pools host default CUDA_SUCCESS"),
+          HasSubstr("fake: cuMemGetDefaultMemPool location 2:0 type 1"),
+          HasSubstr("pools host alloc CUDA_SUCCESS"), HasSubstr("pools cuCtxDestroy CUDA_SUCCESS")))
+      << r.output;
+  // The stream-ordered frees were NVIDIA's, and the host pool's block went through
+  // NVIDIA's cuMemFree with its context (not cuMemFreeHost, which refuses pool memory).
+  EXPECT_EQ(count(r.output, "fake: cuMemFreeAsync"), 2) << r.output;
+  EXPECT_EQ(count(r.output, "fake: import released"), 1) << r.output;
+  EXPECT_EQ(count(r.output, "fake: cuMemFree_v2 pool"), 2) << r.output;
+}
+
 // --- NVIDIA's real driver ---
 
 TEST(RealDriver, ProgramRunsOnNvidiasDriverThroughCudamux) {

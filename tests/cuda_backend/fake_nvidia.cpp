@@ -7,7 +7,9 @@
 // in the environment nothing is logged, so that bench/bench_passthrough.cpp times cudamux's
 // cost over functions that do almost nothing.
 #include <cuda.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -370,9 +372,16 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, std::size_t bytes) {
   g_allocations[*p] = bytes;
   return CUDA_SUCCESS;
 }
+namespace {
+bool release_pool_block(CUdeviceptr p);  // below, with the pools
+}  // namespace
 FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   FAKE_COUNT();
   std::lock_guard lock(g_mu);
+  if (release_pool_block(p)) {  // NVIDIA's cuMemFree takes pool memory too
+    g_log += "cuMemFree_v2 pool\n";
+    return CUDA_SUCCESS;
+  }
   if (g_allocations.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
   std::free(ptr(p));
   return CUDA_SUCCESS;
@@ -952,4 +961,309 @@ FAKE_EXPORT CUresult cuStreamSetAttribute(CUstream, CUlaunchAttributeID id,
   if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY && v->syncPolicy > 4)
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
+}
+
+// --- stream-ordered pools (issue 16: the backend passes NVIDIA's pools through) ---
+// A pool hands out malloc'ed blocks and keeps NVIDIA's counters; its handle is the object's
+// address. Each device has a default pool; the host and managed memory theirs (13.0 form).
+namespace {
+struct FakePool {
+  CUmemPoolProps props{};
+  bool destroyed = false;
+  cuuint64_t release_threshold = 0;
+  int reuse[3] = {1, 1, 1};  // follow events, opportunistic, internal dependencies
+  std::size_t used = 0, used_high = 0, reserved = 0, reserved_high = 0;
+  std::map<int, CUmemAccess_flags> access;  // other devices' access
+};
+std::map<CUmemoryPool, std::unique_ptr<FakePool>> g_pools;
+std::map<CUdeviceptr, CUmemoryPool> g_pool_blocks;
+std::map<std::string, CUmemoryPool> g_default_pools;
+std::map<CUdeviceptr, int> g_imports;  // imported pointers (the exporter's address) and count
+
+FakePool* fake_pool(CUmemoryPool p) {
+  auto it = g_pools.find(p);
+  return it == g_pools.end() || it->second->destroyed ? nullptr : it->second.get();
+}
+CUmemoryPool new_pool(const CUmemPoolProps& props) {
+  auto pool = std::make_unique<FakePool>();
+  pool->props = props;
+  auto h = reinterpret_cast<CUmemoryPool>(pool.get());
+  g_pools[h] = std::move(pool);
+  return h;
+}
+std::string location_text(const CUmemLocation& l) {
+  return "location " + std::to_string(static_cast<int>(l.type)) + ":" + std::to_string(l.id);
+}
+// Gives a pool block back (g_mu held); false when `p` is none.
+bool release_pool_block(CUdeviceptr p) {
+  if (auto i = g_imports.find(p); i != g_imports.end()) {  // an import's free drops it only
+    if (--i->second == 0) g_imports.erase(i);
+    g_log += "import released\n";
+    return true;
+  }
+  auto b = g_pool_blocks.find(p);
+  if (b == g_pool_blocks.end()) return false;
+  FakePool& pool = *g_pools.at(b->second);
+  pool.used -= g_allocations.at(p);
+  g_allocations.erase(p);
+  g_pool_blocks.erase(b);
+  std::free(ptr(p));
+  return true;
+}
+}  // namespace
+
+FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  FAKE_COUNT();
+  if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
+  if (props->location.type == CU_MEM_LOCATION_TYPE_DEVICE && !valid_device(props->location.id))
+    return CUDA_ERROR_INVALID_VALUE;
+  log("cuMemPoolCreate " + location_text(props->location) + " type " +
+      std::to_string(props->allocType) + " handles " + std::to_string(props->handleTypes) +
+      " maxSize " + std::to_string(props->maxSize));
+  std::lock_guard lock(g_mu);
+  *pool = new_pool(*props);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  p->destroyed = true;  // kept: blocks still out belong to it until freed
+  g_log += "cuMemPoolDestroy\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
+  FAKE_COUNT();
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  log("cuDeviceGetDefaultMemPool " + std::to_string(d));
+  std::lock_guard lock(g_mu);
+  CUmemoryPool& slot = g_default_pools["device " + std::to_string(d)];
+  if (!slot) {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location = {CU_MEM_LOCATION_TYPE_DEVICE, d};
+    slot = new_pool(props);
+  }
+  *pool = slot;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool, CUmemLocation* l,
+                                            CUmemAllocationType type) {
+  FAKE_COUNT();
+  if (!pool || !l) return CUDA_ERROR_INVALID_VALUE;
+  log("cuMemGetDefaultMemPool " + location_text(*l) + " type " + std::to_string(type));
+  std::lock_guard lock(g_mu);
+  CUmemoryPool& slot = g_default_pools[location_text(*l) + " " + std::to_string(type)];
+  if (!slot) {
+    CUmemPoolProps props{};
+    props.allocType = type;
+    props.location = *l;
+    slot = new_pool(props);
+  }
+  *pool = slot;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* out, std::size_t bytes, CUmemoryPool pool,
+                                             CUstream) {
+  FAKE_COUNT();
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p || !out) return CUDA_ERROR_INVALID_VALUE;
+  if (p->props.maxSize && p->used + bytes > p->props.maxSize) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  g_allocations[*out] = bytes;
+  g_pool_blocks[*out] = pool;
+  p->used += bytes;
+  p->reserved = std::max(p->reserved, p->used);
+  p->used_high = std::max(p->used_high, p->used);
+  p->reserved_high = std::max(p->reserved_high, p->reserved);
+  g_log += "cuMemAllocFromPoolAsync " + std::to_string(bytes) + " " +
+           location_text(p->props.location) + "\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  if (!release_pool_block(p)) return CUDA_ERROR_INVALID_VALUE;
+  g_log += "cuMemFreeAsync\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p || !v) return CUDA_ERROR_INVALID_VALUE;
+  const auto u64 = *static_cast<cuuint64_t*>(v);
+  switch (a) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      p->reuse[a - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *static_cast<int*>(v);
+      break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      p->release_threshold = u64;
+      break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      if (u64 != 0) return CUDA_ERROR_INVALID_VALUE;
+      p->reserved_high = p->reserved;
+      break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      if (u64 != 0) return CUDA_ERROR_INVALID_VALUE;
+      p->used_high = p->used;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  g_log += "cuMemPoolSetAttribute " + std::to_string(a) + "\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p || !v) return CUDA_ERROR_INVALID_VALUE;
+  auto* u64 = static_cast<cuuint64_t*>(v);
+  switch (a) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      *static_cast<int*>(v) = p->reuse[a - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      *u64 = p->release_threshold;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      *u64 = p->reserved;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      *u64 = p->reserved_high;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      *u64 = p->used;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      *u64 = p->used_high;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+FAKE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, std::size_t keep) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  p->reserved = std::max(p->used, std::min(p->reserved, keep));
+  g_log += "cuMemPoolTrimTo " + std::to_string(keep) + "\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map,
+                                        std::size_t count) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p || !map) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < count; ++i)
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || !valid_device(map[i].location.id))
+      return CUDA_ERROR_INVALID_DEVICE;
+  for (std::size_t i = 0; i < count; ++i) {
+    p->access[map[i].location.id] = map[i].flags;
+    g_log += "cuMemPoolSetAccess " + location_text(map[i].location) + " flags " +
+             std::to_string(map[i].flags) + "\n";
+  }
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool,
+                                        CUmemLocation* l) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p || !flags || !l || l->type != CU_MEM_LOCATION_TYPE_DEVICE || !valid_device(l->id))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto it = p->access.find(l->id);
+  *flags = it != p->access.end()           ? it->second
+           : l->id == p->props.location.id ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                           : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
+}
+// Sharing within the process: the descriptor is a pipe holding the pool's handle; exported
+// pointer data holds the pointer and a magic word.
+FAKE_EXPORT CUresult cuMemPoolExportToShareableHandle(void* out, CUmemoryPool pool,
+                                                      CUmemAllocationHandleType type,
+                                                      unsigned long long) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  FakePool* p = fake_pool(pool);
+  if (!p || !out || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+      !(p->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    return CUDA_ERROR_INVALID_VALUE;
+  int fds[2];
+  if (::pipe(fds) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (::write(fds[1], &pool, sizeof pool) != static_cast<ssize_t>(sizeof pool)) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  ::close(fds[1]);
+  *static_cast<int*>(out) = fds[0];
+  g_log += "cuMemPoolExportToShareableHandle\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool, void* handle,
+                                                        CUmemAllocationHandleType type,
+                                                        unsigned long long) {
+  FAKE_COUNT();
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(handle));
+  CUmemoryPool origin = nullptr;
+  if (!pool || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+      ::read(fd, &origin, sizeof origin) != static_cast<ssize_t>(sizeof origin))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g_mu);
+  if (!fake_pool(origin)) return CUDA_ERROR_INVALID_VALUE;
+  *pool = origin;
+  g_log += "cuMemPoolImportFromShareableHandle\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* out, CUdeviceptr p) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  if (!out || !g_pool_blocks.contains(p)) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(out, 0, sizeof *out);
+  const std::uint64_t magic = 0xfa4e;
+  std::memcpy(out->reserved, &magic, sizeof magic);
+  std::memcpy(out->reserved + 8, &p, sizeof p);
+  g_log += "cuMemPoolExportPointer\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr* out, CUmemoryPool pool,
+                                            CUmemPoolPtrExportData* data) {
+  FAKE_COUNT();
+  if (!has_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::uint64_t magic = 0;
+  CUdeviceptr p = 0;
+  if (!out || !data) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(&magic, data->reserved, sizeof magic);
+  std::memcpy(&p, data->reserved + 8, sizeof p);
+  std::lock_guard lock(g_mu);
+  auto b = g_pool_blocks.find(p);
+  if (magic != 0xfa4e || b == g_pool_blocks.end() || b->second != pool)
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = p;  // one address space: the exporter's block
+  ++g_imports[p];
+  g_log += "cuMemPoolImportPointer\n";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
+  FAKE_COUNT();
+  std::lock_guard lock(g_mu);
+  for (const auto& [b, s] : g_allocations) {
+    if (p >= b && p < b + s) {
+      if (base) *base = b;
+      if (size) *size = s;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_NOT_FOUND;
 }

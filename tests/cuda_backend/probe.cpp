@@ -2,7 +2,9 @@
 // line, and always exits 0 (the test reads the lines). With the argument "kernels" it
 // loads a module of the fake NVIDIA driver (tests/cuda_backend/fake_nvidia.cpp) and
 // launches its saxpy through the core. With "steady <fake driver path>" it prints which
-// driver calls launches and queries in steady state made (issue 7: one each).
+// driver calls launches and queries in steady state made (issue 7: one each). With
+// "pools <fake driver path>" it uses stream-ordered pools and prints the fake driver's log
+// afterwards (issue 16: NVIDIA's pools pass through).
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -144,6 +146,94 @@ static void steady(CUdevice dev, const char* fake) {
   cuDevicePrimaryCtxRelease(dev);
 }
 
+// Stream-ordered pools on the fake driver: every line "pools <step> <result> [facts]", then
+// the fake's call log as "fake: <line>".
+static void pools(CUdevice dev, const char* fake) {
+  void* h = dlopen(fake, RTLD_NOW | RTLD_NOLOAD);
+  auto* get_log = h ? reinterpret_cast<const char* (*)()>(dlsym(h, "fake_nvidia_log")) : nullptr;
+  if (!get_log) {
+    std::printf("pools: fake driver not loaded\n");
+    return;
+  }
+  CUcontext ctx = nullptr;
+  cuCtxCreate(&ctx, nullptr, 0, dev);
+  CUstream s = nullptr;
+  cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+  // The device's default pool: allocation, a round trip through it, its pool and NVIDIA's
+  // counters (1000 bytes: NVIDIA's count, where the core's own pools round to 512).
+  CUdeviceptr d = 0;
+  std::printf("pools alloc %s\n", name(cuMemAllocAsync(&d, 1000, s)));
+  std::vector<unsigned char> out(1000), back(1000);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(i * 7);
+  cuMemcpyHtoDAsync(d, out.data(), out.size(), s);
+  cuMemcpyDtoHAsync(back.data(), d, back.size(), s);
+  cuStreamSynchronize(s);
+  std::printf("pools roundtrip %s\n", out == back ? "ok" : "BAD");
+  CUmemoryPool dflt = nullptr, of_pointer = nullptr;
+  cuDeviceGetDefaultMemPool(&dflt, dev);
+  cuPointerGetAttribute(&of_pointer, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, d);
+  std::printf("pools handle %s\n", dflt && dflt == of_pointer ? "matches" : "differs");
+  cuuint64_t used = 12345;
+  cuMemPoolGetAttribute(dflt, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+  std::printf("pools used %llu\n", static_cast<unsigned long long>(used));
+  std::printf("pools free %s\n", name(cuMemFreeAsync(d, s)));
+  cuMemPoolGetAttribute(dflt, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+  std::printf("pools used after free %llu\n", static_cast<unsigned long long>(used));
+  cuuint64_t threshold = 1 << 20, read = 0;
+  cuMemPoolSetAttribute(dflt, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+  cuMemPoolGetAttribute(dflt, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &read);
+  std::printf("pools threshold %llu\n", static_cast<unsigned long long>(read));
+  // An explicit, exportable pool: device numbering, access, sharing, synchronous free.
+  CUmemPoolProps props = {};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  props.maxSize = 1 << 20;
+  CUmemoryPool pool = nullptr;
+  std::printf("pools create %s\n", name(cuMemPoolCreate(&pool, &props)));
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = 1;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  std::printf("pools set access %s\n", name(cuMemPoolSetAccess(pool, &access, 1)));
+  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  cuMemPoolGetAccess(&flags, pool, &access.location);
+  std::printf("pools access of device 1 %d\n", static_cast<int>(flags));
+  CUdeviceptr e = 0;
+  std::printf("pools alloc from pool %s\n", name(cuMemAllocFromPoolAsync(&e, 4096, pool, s)));
+  CUdeviceptr too_big = 0;
+  std::printf("pools beyond maxSize %s\n",
+              name(cuMemAllocFromPoolAsync(&too_big, 2 << 20, pool, s)));
+  int fd = -1;
+  std::printf("pools export %s\n", name(cuMemPoolExportToShareableHandle(
+                                       &fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)));
+  CUmemoryPool imported = nullptr;
+  std::printf("pools import %s\n",
+              name(cuMemPoolImportFromShareableHandle(
+                  &imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)));
+  CUmemPoolPtrExportData data = {};
+  std::printf("pools export pointer %s\n", name(cuMemPoolExportPointer(&data, e)));
+  CUdeviceptr again = 0;
+  const CUresult import_result = cuMemPoolImportPointer(&again, imported, &data);
+  std::printf("pools import pointer %s %s\n", name(import_result), again == e ? "same" : "other");
+  std::printf("pools free import %s\n", name(cuMemFreeAsync(again, s)));
+  std::printf("pools cuMemFree %s\n", name(cuMemFree(e)));
+  std::printf("pools destroy %s\n", name(cuMemPoolDestroy(pool)));
+  // A host pool's block still out when its context goes: freed by NVIDIA's cuMemFree.
+  CUmemLocation host = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  CUmemoryPool host_pool = nullptr;
+  std::printf("pools host default %s\n",
+              name(cuMemGetDefaultMemPool(&host_pool, &host, CU_MEM_ALLOCATION_TYPE_PINNED)));
+  CUdeviceptr h_block = 0;
+  std::printf("pools host alloc %s\n", name(cuMemAllocFromPoolAsync(&h_block, 256, host_pool, s)));
+  cuStreamDestroy(s);
+  std::printf("pools cuCtxDestroy %s\n", name(cuCtxDestroy(ctx)));
+  std::istringstream log(get_log());
+  for (std::string line; std::getline(log, line);) std::printf("fake: %s\n", line.c_str());
+}
+
 int main(int argc, char** argv) {
   const CUresult init = cuInit(0);
   std::printf("cuInit %s\n", name(init));
@@ -152,6 +242,12 @@ int main(int argc, char** argv) {
     CUdevice dev = 0;
     cuDeviceGet(&dev, 0);
     kernels(dev);
+    return 0;
+  }
+  if (argc > 2 && std::strcmp(argv[1], "pools") == 0) {
+    CUdevice dev = 0;
+    cuDeviceGet(&dev, 0);
+    pools(dev, argv[2]);
     return 0;
   }
   if (argc > 2 && std::strcmp(argv[1], "steady") == 0) {

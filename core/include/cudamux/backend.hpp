@@ -54,7 +54,9 @@ namespace cudamux::backend {
 // 10: NativeCondScope, DeviceContext::create_cond_scope / create_cond_handle, the scope
 //     argument of Queue::capture_graph and Queue::conditional (conditional nodes run by the
 //     device)
-inline constexpr std::uint32_t kAbiVersion = 10;
+// 11: NativePools, Backend::native_pools, Queue::allocate_from_pool / free_to_pool
+//     (stream-ordered pools of the device's own driver; issue 16)
+inline constexpr std::uint32_t kAbiVersion = 11;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -453,6 +455,22 @@ class Queue {
     (void)status;
     return false;
   }
+  // Stream-ordered allocation from a pool of NativePools (the handle it gave), and the free of
+  // such memory (also of a pointer NativePools::import_pointer mapped), in this queue's order.
+  // Called only on backends with native_pools(); false: the backend has none.
+  virtual bool allocate_from_pool(std::uint64_t pool, std::size_t bytes, void** out,
+                                  Status& status) {
+    (void)pool;
+    (void)bytes;
+    (void)out;
+    (void)status;
+    return false;
+  }
+  virtual bool free_to_pool(void* ptr, Status& status) {
+    (void)ptr;
+    (void)status;
+    return false;
+  }
 };
 
 // Per-device execution state; one per CUDA context.
@@ -656,6 +674,42 @@ class VirtualMemory {
   virtual Status import_fd(int fd, std::uint64_t& handle, std::size_t& size) = 0;
 };
 
+// Stream-ordered memory pools of the device's own driver (issue 16), for a backend whose driver
+// has them (cuda): the core checks arguments, keeps the program's pool handles, the current
+// pools and the allocation registry, and passes the rest through, so the driver's own reuse,
+// accounting, release and sharing rules apply. Locations name devices by backend ordinal; pools
+// are the 64-bit handles given here. `ctx`, when not null, is the context current on the
+// calling thread (the driver may need one). Stream-ordered allocation and free are on the
+// Queue. Memory of such a pool is freed synchronously with DeviceContext::free.
+class NativePools {
+ public:
+  virtual ~NativePools() = default;
+  virtual Status create(DeviceContext* ctx, const CUmemPoolProps& props, std::uint64_t& pool) = 0;
+  virtual Status destroy(DeviceContext* ctx, std::uint64_t pool) = 0;
+  // The default pool of a location and allocation type (a device's pinned memory, the host's,
+  // managed memory).
+  virtual Status default_pool(DeviceContext* ctx, const CUmemLocation& location,
+                              CUmemAllocationType type, std::uint64_t& pool) = 0;
+  // `value` points at an int or a cuuint64_t, as CUDA defines for `attr`.
+  virtual Status set_attribute(DeviceContext* ctx, std::uint64_t pool, CUmemPool_attribute attr,
+                               void* value) = 0;
+  virtual Status get_attribute(DeviceContext* ctx, std::uint64_t pool, CUmemPool_attribute attr,
+                               void* value) = 0;
+  virtual Status trim_to(DeviceContext* ctx, std::uint64_t pool, std::size_t keep) = 0;
+  virtual Status set_access(DeviceContext* ctx, std::uint64_t pool,
+                            const std::vector<CUmemAccessDesc>& descs) = 0;
+  virtual Status get_access(DeviceContext* ctx, std::uint64_t pool, const CUmemLocation& location,
+                            CUmemAccess_flags& flags) = 0;
+  // Sharing between processes: a POSIX file descriptor names the pool, 64 bytes an allocation.
+  virtual Status export_pool(DeviceContext* ctx, std::uint64_t pool, int& fd) = 0;
+  virtual Status import_pool(DeviceContext* ctx, int fd, std::uint64_t& pool) = 0;
+  virtual Status export_pointer(DeviceContext* ctx, void* ptr, CUmemPoolPtrExportData& out) = 0;
+  // Maps the exported allocation into `ctx`; `bytes` is its size.
+  virtual Status import_pointer(DeviceContext& ctx, std::uint64_t pool,
+                                const CUmemPoolPtrExportData& data, void** out,
+                                std::size_t& bytes) = 0;
+};
+
 // The plugin's root object.
 class Backend {
  public:
@@ -688,6 +742,9 @@ class Backend {
   // Arrays, textures and surfaces; nullptr when the backend has none (the core answers
   // CUDA_ERROR_NOT_SUPPORTED for those calls then).
   [[nodiscard]] virtual Images* images() noexcept { return nullptr; }
+  // Stream-ordered pools of the device's own driver; nullptr: the core's pools serve
+  // cuMemPool* and cuMemAllocAsync over DeviceContext::allocate.
+  [[nodiscard]] virtual NativePools* native_pools() noexcept { return nullptr; }
   // cuMemAdvise of managed memory (validated and recorded by the core; the location in the
   // backend's numbering): for a backend whose placement it can steer.
   virtual Status advise(std::uintptr_t ptr, std::size_t bytes, CUmem_advise advice,

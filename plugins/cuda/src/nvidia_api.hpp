@@ -17,17 +17,18 @@ namespace cudamux::cuda {
   X(cuDeviceGet)                                                                                   \
   X(cuDeviceGetName)                                                                               \
   X(cuDeviceGetUuid_v2)                                                                            \
-  X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                          \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
-          X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent)    \
-              X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)            \
-                  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged) X(cuMemHostRegister_v2)  \
-                      X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2)                       \
-                          X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) X(cuStreamQuery)     \
-                              X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuLaunchHostFunc)      \
-                                  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(        \
-                                      cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
-                                      X(cuMemcpyAsync) X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2) \
+  X(cuDeviceTotalMem_v2)                                                                           \
+  X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain) X(                  \
+      cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) X(cuDevicePrimaryCtxGetState) \
+      X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxPopCurrent_v2)                \
+          X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)   \
+              X(cuMemAllocManaged) X(cuMemHostRegister_v2) X(cuMemHostUnregister)                  \
+                  X(cuMemHostGetDevicePointer_v2) X(cuStreamCreateWithPriority)                    \
+                      X(cuStreamDestroy_v2) X(cuStreamQuery) X(cuStreamSynchronize)                \
+                          X(cuStreamWaitEvent) X(cuLaunchHostFunc) X(cuEventCreate)                \
+                              X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventQuery)                \
+                                  X(cuEventSynchronize) X(cuEventElapsedTime_v2) X(cuMemcpyAsync)  \
+                                      X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2)                  \
                                           X(cuMemsetD8Async) X(cuMemsetD16Async)                   \
                                               X(cuMemsetD32Async) X(cuMemsetD2D8Async)             \
                                                   X(cuMemsetD2D16Async) X(cuMemsetD2D32Async)      \
@@ -66,17 +67,19 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                                \
-  X(cuLaunchKernelEx)                                                                       \
-  X(cuOccupancyMaxActiveClusters)                                                           \
-  X(cuOccupancyMaxPotentialClusterSize)                                                     \
-  X(cuStreamSetAttribute)                                                                   \
-  X(cuCtxResetPersistingL2Cache)                                                            \
-  X(cuMemAdvise_v2)                                                                         \
-  X(cuMemPrefetchAsync_v2) CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \
-      CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_CONDITIONAL_FUNCTIONS(X)             \
-          CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) CUDAMUX_NVIDIA_PEER_FUNCTIONS(X)                 \
-              CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X) CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X)
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                          \
+  X(cuLaunchKernelEx)                                                                 \
+  X(cuOccupancyMaxActiveClusters)                                                     \
+  X(cuOccupancyMaxPotentialClusterSize)                                               \
+  X(cuStreamSetAttribute)                                                             \
+  X(cuCtxResetPersistingL2Cache)                                                      \
+  X(cuMemAdvise_v2)                                                                   \
+  X(cuMemPrefetchAsync_v2)                                                            \
+  CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)                    \
+      CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_CONDITIONAL_FUNCTIONS(X)       \
+          CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) CUDAMUX_NVIDIA_PEER_FUNCTIONS(X)           \
+              CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X) CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X) \
+                  CUDAMUX_NVIDIA_POOL_FUNCTIONS(X) X(cuMemGetDefaultMemPool)
 
 // NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
 #define CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
@@ -92,6 +95,22 @@ namespace cudamux::cuda {
   X(cuIpcGetMemHandle)                        \
   X(cuIpcOpenMemHandle_v2)                    \
   X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuMemGetAddressRange_v2)
+
+// Stream-ordered memory pools (11.2), NVIDIA's own (issue 16: NvidiaPools, pools.cpp); without
+// any one of them the core's pools serve. cuMemGetDefaultMemPool (13.0, optional on its own)
+// names the default pools of the host and of managed memory.
+#define CUDAMUX_NVIDIA_POOL_FUNCTIONS(X) \
+  X(cuMemPoolCreate)                     \
+  X(cuMemPoolDestroy)                    \
+  X(cuDeviceGetDefaultMemPool)           \
+  X(cuMemPoolSetAttribute)               \
+  X(cuMemPoolGetAttribute)               \
+  X(cuMemPoolTrimTo)                     \
+  X(cuMemPoolSetAccess)                  \
+  X(cuMemPoolGetAccess)                  \
+  X(cuMemPoolExportToShareableHandle)    \
+  X(cuMemPoolImportFromShareableHandle)  \
+  X(cuMemPoolExportPointer) X(cuMemPoolImportPointer) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 
 // CUDA arrays (issue 17: NvidiaImages, images.cpp); without any one of them the backend offers
 // no images. cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2 lend a context without disturbing what
@@ -140,15 +159,14 @@ namespace cudamux::cuda {
 
 // Virtual memory management (10.2), passed through whole (NvidiaVirtualMemory); without any
 // one of them the backend offers none.
-#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                           \
-  X(cuMemGetAllocationGranularity)                                \
-  X(cuMemAddressReserve)                                          \
-  X(cuMemAddressFree)                                             \
-  X(cuMemCreate)                                                  \
-  X(cuMemRelease)                                                 \
-  X(cuMemMap)                                                     \
-  X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) \
-      X(cuMemImportFromShareableHandle)
+#define CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) \
+  X(cuMemGetAllocationGranularity)      \
+  X(cuMemAddressReserve)                \
+  X(cuMemAddressFree)                   \
+  X(cuMemCreate)                        \
+  X(cuMemRelease)                       \
+  X(cuMemMap)                           \
+  X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

@@ -20,6 +20,7 @@
 #include "cudamux/backend.hpp"
 #include "driver_locator.hpp"
 #include "images.hpp"
+#include "pools.hpp"
 
 namespace cudamux::cuda {
 namespace {
@@ -410,6 +411,24 @@ class NvidiaQueue final : public be::Queue {
     if (auto st = make_current(api_, ctx_); !st.ok()) return st;
     return submitted(api_.cuLaunchHostFunc(stream_, fn, user));
   }
+  // NVIDIA's stream-ordered pools (NvidiaPools, pools.cpp).
+  bool allocate_from_pool(std::uint64_t pool, std::size_t bytes, void** out,
+                          be::Status& st) override {
+    if (!api_.cuMemAllocFromPoolAsync) return false;
+    if (st = make_current(api_, ctx_); !st.ok()) return true;
+    CUdeviceptr p = 0;
+    st = submitted(
+        api_.cuMemAllocFromPoolAsync(&p, bytes, reinterpret_cast<CUmemoryPool>(pool), stream_));
+    if (st.ok()) *out = reinterpret_cast<void*>(p);
+    return true;
+  }
+  bool free_to_pool(void* ptr, be::Status& st) override {
+    if (!api_.cuMemFreeAsync) return false;
+    if (st = make_current(api_, ctx_); st.ok())
+      st = submitted(api_.cuMemFreeAsync(dptr(ptr), stream_));
+    return true;
+  }
+
   // Not a submission for copy_sync: a record waits for earlier work only. While capturing a
   // graph (capture_graph), records and waits are the graph's event nodes: external ones.
   be::Status record(be::Event& event) override {
@@ -768,6 +787,8 @@ class NvidiaContext final : public be::DeviceContext {
   NvidiaContext& operator=(const NvidiaContext&) = delete;
 
   [[nodiscard]] int ordinal() const noexcept override { return ordinal_; }
+  [[nodiscard]] const RealContext& real() const noexcept { return ctx_; }
+  [[nodiscard]] const NvidiaApi& api() const noexcept { return api_; }
 
   bool create_cond_scope(std::shared_ptr<be::NativeCondScope>& out, be::Status& st) override {
     if (!has_conditionals(api_)) return false;
@@ -1256,10 +1277,13 @@ class NvidiaBackend final : public be::Backend {
       }
       if (NvidiaImages::available(api))  // issue 17: NVIDIA's CUDA arrays
         images_ = std::make_unique<NvidiaImages>(api, nvidia_devices());
+      if (NvidiaPools::available(api))  // issue 16: NVIDIA's stream-ordered pools
+        pools_ = std::make_unique<NvidiaPools>(api, nvidia_devices());
     }
   }
   [[nodiscard]] be::VirtualMemory* virtual_memory() noexcept override { return vmm_.get(); }
   [[nodiscard]] be::Images* images() noexcept override { return images_.get(); }
+  [[nodiscard]] be::NativePools* native_pools() noexcept override { return pools_.get(); }
   [[nodiscard]] std::vector<CUdevice> nvidia_devices() {
     std::vector<CUdevice> out;
     for (int i = 0; devices_.valid(i); ++i) out.push_back(devices_.slot(i).device);
@@ -1370,6 +1394,7 @@ class NvidiaBackend final : public be::Backend {
  private:
   std::unique_ptr<NvidiaVirtualMemory> vmm_;
   std::unique_ptr<NvidiaImages> images_;
+  std::unique_ptr<NvidiaPools> pools_;
   std::optional<OpenedDriver> driver_;
   NvidiaErrors errors_;
   NvidiaDevices devices_;
@@ -1383,6 +1408,15 @@ class NvidiaBackend final : public be::Backend {
 const NvidiaApi& NvidiaContext::api_of(NvidiaBackend& b) { return b.api(); }
 std::vector<CUdevice> NvidiaContext::devices_of(NvidiaBackend& b) { return b.nvidia_devices(); }
 NvidiaContext::~NvidiaContext() { backend_.close_context(ordinal_, ctx_); }
+
+}  // namespace
+
+be::Status make_context_current(be::DeviceContext& ctx) {
+  const auto& nvidia = static_cast<NvidiaContext&>(ctx);
+  return make_current(nvidia.api(), nvidia.real());
+}
+
+namespace {
 
 std::string result_name(const NvidiaApi& api, CUresult r) {
   const char* name = nullptr;
