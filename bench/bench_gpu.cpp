@@ -6,7 +6,11 @@
 //   * empty-kernel launches: 10,000 cuLaunchKernel then one cuStreamSynchronize;
 //   * cuStreamQuery on an idle stream;
 //   * cuMemcpyHtoD / cuMemcpyDtoH of 256 MiB, pinned and pageable host memory;
-//   * SAXPY of 2^26 floats end to end (two copies in, the kernel, one copy out).
+//   * SAXPY of 2^26 floats end to end (two copies in, the kernel, one copy out);
+//   * stream-ordered allocation: 100 x (cuMemAllocAsync of 1 MiB, cuMemFreeAsync) on a stream,
+//     then cuStreamSynchronize (issue 16: NVIDIA's pools on the cuda backend);
+//   * the same with 64 live allocations of mixed sizes (256 B to 48 MiB, as a framework's
+//     temporaries), all freed, then cuStreamSynchronize.
 // Targets: >= 0.98x of NVIDIA's speed, <= 50 ns added per call.
 // The kernels are compiled once by NVRTC through our libnvrtc.so.13 (NVIDIA's NVRTC on the
 // cuda backend), and the same PTX is loaded by both sides.
@@ -16,6 +20,7 @@
 #include <nvrtc.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +62,8 @@ struct Api {
   decltype(&::cuModuleLoadData) module_load = nullptr;
   decltype(&::cuModuleGetFunction) get_function = nullptr;
   decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuMemAllocAsync) alloc_async = nullptr;
+  decltype(&::cuMemFreeAsync) free_async = nullptr;
 };
 
 Api cudamux_api() {
@@ -78,6 +85,8 @@ Api cudamux_api() {
   a.module_load = &::cuModuleLoadData;
   a.get_function = &::cuModuleGetFunction;
   a.launch = &::cuLaunchKernel;
+  a.alloc_async = &::cuMemAllocAsync;
+  a.free_async = &::cuMemFreeAsync;
   return a;
 }
 
@@ -115,6 +124,8 @@ Api nvidia_api(std::string& error) {
   sym(a.module_load, "cuModuleLoadData");
   sym(a.get_function, "cuModuleGetFunction");
   sym(a.launch, "cuLaunchKernel");
+  sym(a.alloc_async, "cuMemAllocAsync");
+  sym(a.free_async, "cuMemFreeAsync");
   return a;
 }
 
@@ -284,6 +295,44 @@ void BM_Saxpy2e26(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kSaxpyN));
 }
 
+constexpr int kPoolRounds = 100;
+void BM_PoolAllocFree100(benchmark::State& state) {
+  Side* s = side(state);
+  if (!s) return state.SkipWithError("no NVIDIA driver (CUDAMUX_BENCH_NVIDIA_DRIVER)");
+  const char* side_name = s->api.side;
+  for (auto _ : state) {
+    for (int i = 0; i < kPoolRounds; ++i) {
+      CUdeviceptr p = 0;
+      check(s->api.alloc_async(&p, std::size_t{1} << 20, s->stream), "cuMemAllocAsync", side_name);
+      check(s->api.free_async(p, s->stream), "cuMemFreeAsync", side_name);
+    }
+    check(s->api.stream_sync(s->stream), "cuStreamSynchronize", side_name);
+  }
+  state.SetItemsProcessed(state.iterations() * kPoolRounds);
+}
+
+constexpr int kMixedLive = 64;
+void BM_PoolMixedSizes64(benchmark::State& state) {
+  Side* s = side(state);
+  if (!s) return state.SkipWithError("no NVIDIA driver (CUDAMUX_BENCH_NVIDIA_DRIVER)");
+  const char* side_name = s->api.side;
+  std::vector<std::size_t> sizes;
+  std::uint32_t x = 12345;  // the same sizes on both sides
+  for (int i = 0; i < kMixedLive; ++i) {
+    x = x * 1664525u + 1013904223u;
+    sizes.push_back(std::size_t{256} << ((x >> 8) % 18));  // 256 B .. 32 MiB
+  }
+  std::vector<CUdeviceptr> live(kMixedLive);
+  for (auto _ : state) {
+    for (int i = 0; i < kMixedLive; ++i)
+      check(s->api.alloc_async(&live[i], sizes[i], s->stream), "cuMemAllocAsync", side_name);
+    for (int i = 0; i < kMixedLive; ++i)
+      check(s->api.free_async(live[i], s->stream), "cuMemFreeAsync", side_name);
+    check(s->api.stream_sync(s->stream), "cuStreamSynchronize", side_name);
+  }
+  state.SetItemsProcessed(state.iterations() * kMixedLive);
+}
+
 // Arg 0: cudamux, 1: NVIDIA direct. Each side's pair runs back to back, 7 repetitions.
 #define CUDAMUX_GPU_BENCH(fn, ...)                                                         \
   BENCHMARK(fn)->Arg(0)->Arg(1)->Repetitions(7)->ReportAggregatesOnly(true)->UseRealTime() \
@@ -295,6 +344,8 @@ CUDAMUX_GPU_BENCH(BM_DtoHPinned256MiB, ->Unit(benchmark::kMillisecond));
 CUDAMUX_GPU_BENCH(BM_HtoDPageable256MiB, ->Unit(benchmark::kMillisecond));
 CUDAMUX_GPU_BENCH(BM_DtoHPageable256MiB, ->Unit(benchmark::kMillisecond));
 CUDAMUX_GPU_BENCH(BM_Saxpy2e26, ->Unit(benchmark::kMillisecond));
+CUDAMUX_GPU_BENCH(BM_PoolAllocFree100, ->Unit(benchmark::kMicrosecond));
+CUDAMUX_GPU_BENCH(BM_PoolMixedSizes64, ->Unit(benchmark::kMicrosecond));
 
 // Keeps each benchmark's median time per iteration (ns), by name and argument.
 class MedianReporter : public benchmark::ConsoleReporter {
@@ -363,6 +414,8 @@ int main(int argc, char** argv) {
   compare("cuMemcpyHtoD 256 MiB pageable", "BM_HtoDPageable256MiB", 1);
   compare("cuMemcpyDtoH 256 MiB pageable", "BM_DtoHPageable256MiB", 1);
   compare("SAXPY 2^26 floats end to end", "BM_Saxpy2e26", 5);
+  compare("pool alloc+free 1 MiB (per 100)", "BM_PoolAllocFree100", 2 * kPoolRounds);
+  compare("pool 64 mixed sizes live", "BM_PoolMixedSizes64", 2 * kMixedLive);
   std::printf("  %s\n", all ? "all targets met" : "some targets MISSED");
   benchmark::Shutdown();
   return 0;

@@ -47,6 +47,9 @@ struct Direct {
   decltype(&::cuEventQuery) event_query = nullptr;
   decltype(&::cuStreamWaitEvent) stream_wait_event = nullptr;
   decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
+  decltype(&::cuMemAllocFromPoolAsync) alloc_from_pool = nullptr;
+  decltype(&::cuMemFreeAsync) free_async = nullptr;
+  CUmemoryPool pool{};
   const char* (*call_counts)() = nullptr;
   void (*set_busy)(int) = nullptr;
   CUstream non_blocking{}, blocking{};
@@ -101,6 +104,10 @@ Direct& direct() {
     sym(x.lib, x.event_query, "cuEventQuery");
     sym(x.lib, x.stream_wait_event, "cuStreamWaitEvent");
     sym(x.lib, x.ctx_get_current, "cuCtxGetCurrent");
+    sym(x.lib, x.alloc_from_pool, "cuMemAllocFromPoolAsync");
+    sym(x.lib, x.free_async, "cuMemFreeAsync");
+    decltype(&::cuDeviceGetDefaultMemPool) default_pool = nullptr;
+    sym(x.lib, default_pool, "cuDeviceGetDefaultMemPool");
     sym(x.lib, x.call_counts, "fake_nvidia_call_counts");
     sym(x.lib, x.set_busy, "fake_nvidia_set_busy");
     CUdevice dev{};
@@ -116,6 +123,7 @@ Direct& direct() {
     check(get_function(&x.empty, m, "empty"), "stand-in cuModuleGetFunction");
     check(event_create(&x.event, CU_EVENT_DISABLE_TIMING), "stand-in cuEventCreate");
     check(mem_alloc(&x.buffer, 4096), "stand-in cuMemAlloc");
+    check(default_pool(&x.pool, dev), "stand-in cuDeviceGetDefaultMemPool");
     return x;
   }();
   return d;
@@ -261,6 +269,18 @@ std::vector<Op> ops() {
        [&o] { return cuStreamWaitEvent(o.non_blocking, o.event, 0); }},
       {"cuEventQuery", 1, [&d] { return d.event_query(d.event); },
        [&o] { return cuEventQuery(o.event); }},
+      // Stream-ordered allocation from the device's default pool (NVIDIA's, issue 16).
+      {"cuMemAllocAsync+cuMemFreeAsync", 2,
+       [&d] {
+         CUdeviceptr p = 0;
+         const CUresult r = d.alloc_from_pool(&p, 256, d.pool, d.non_blocking);
+         return r != CUDA_SUCCESS ? r : d.free_async(p, d.non_blocking);
+       },
+       [&o] {
+         CUdeviceptr p = 0;
+         const CUresult r = cuMemAllocAsync(&p, 256, o.non_blocking);
+         return r != CUDA_SUCCESS ? r : cuMemFreeAsync(p, o.non_blocking);
+       }},
       {"cuCtxGetCurrent", 1,
        [&d] {
          CUcontext c{};

@@ -16,7 +16,7 @@ cp -a "$build/lib/." "$pack/lib/"
 for prog in driver_conformance driver_before_init driver_trace_log driver_tour \
             driver_tour_nvidia_header cudamux_bench cuda_backend_tests cuda_backend_probe \
             cuda_backend_nvrtc_probe cudamux_bench_gpu cudamux_bench_passthrough cudamux_bench_graph \
-            saxpy; do
+            saxpy driver_ipc_child; do
   [[ -x $build/bin/$prog ]] && cp "$build/bin/$prog" "$pack/bin/"
 done
 # Issue 14: nvcc-built programs (tests/nvcc, built by the test tree when nvcc is here), the

@@ -162,6 +162,9 @@ struct Allocation {
   // Another process's allocation opened with cuIpcOpenMemHandle (ipc.cpp): device memory of
   // `ctx`, unmapped by cuIpcCloseMemHandle (cuMemFree refuses it) or with its context.
   bool ipc_mapping = false;
+  // A block of a pool of the backend's own driver (mempool.cpp, issue 16): the pool, which the
+  // driver frees it back to.
+  MemPool* native_pool = nullptr;
 };
 
 struct PrimaryContext {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 
@@ -32,6 +33,9 @@ std::map<CUdeviceptr, std::weak_ptr<GraphAllocation>>& live_allocations() {
   static auto* m = new std::map<CUdeviceptr, std::weak_ptr<GraphAllocation>>;
   return *m;
 }
+// Set once a graph allocated memory: until then every free skips graph_mutex() (cuMemFreeAsync
+// of pool memory asks on each call).
+std::atomic<bool> g_graph_memory_made{false};
 
 }  // namespace
 
@@ -74,6 +78,7 @@ CUresult prepare_alloc(CUDA_MEM_ALLOC_NODE_PARAMS& p, AllocParams& out, const ch
   d.current += p.bytesize;
   d.high = std::max(d.high, d.current);
   live_allocations()[mem->ptr] = mem;
+  g_graph_memory_made.store(true, std::memory_order_release);
   AllocParams a;
   a.params = p;
   a.access.assign(p.accessDescs, p.accessDescs + p.accessDescCount);
@@ -87,6 +92,7 @@ CUresult prepare_alloc(CUDA_MEM_ALLOC_NODE_PARAMS& p, AllocParams& out, const ch
 }
 
 bool is_graph_memory(CUdeviceptr p) noexcept {
+  if (!g_graph_memory_made.load(std::memory_order_acquire)) return false;
   std::lock_guard lock(graph_mutex());
   const auto it = live_allocations().find(p);
   return it != live_allocations().end() && !it->second.expired();

@@ -528,6 +528,9 @@ CUresult cuMemFreeHost(void* p) {
     if (it == core.allocations.end() || it->second.kind != AllocKind::host_alloc)
       return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
                     "not a pointer from cuMemAllocHost/cuMemHostAlloc");
+    if (it->second.native_pool)
+      return reject(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
+                    "memory of a stream-ordered pool (free it with cuMemFreeAsync)");
     a = it->second;
     core.allocations.erase(it);
   }
@@ -954,7 +957,9 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
       if (!a && strict) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<CUmemoryPool*>(data) = a ? core::pool_of_pointer(a->base) : nullptr;
+      *static_cast<CUmemoryPool*>(data) = !a               ? nullptr
+                                          : a->native_pool ? core::pool_handle(*a->native_pool)
+                                                           : core::pool_of_pointer(a->base);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       // CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS: 0x1 read-only, 0x3 read-write, 0 no access.

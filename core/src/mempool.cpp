@@ -63,11 +63,14 @@ struct MemPool {
   std::map<std::uintptr_t, int> imports;  // imported pools: pointers imported, and how often
 
   // A pool of the backend's own driver (Backend::native_pools; issue 16): the driver keeps
-  // its memory, reuse, accounting and sharing, so `cached` stays empty and the counters above
-  // unused; `live` still names the pool's handed-out blocks (pointer queries, frees).
+  // its memory, reuse, accounting and sharing, so `cached` and `live` stay empty and the
+  // counters above unused.
   bool native = false;
   std::uint64_t native_handle = 0;
-  int allocating = 0;  // native allocations under way: the pool stays until they are entered
+  // Its blocks handed out (and allocations under way): a destroyed pool stays until 0. Blocks
+  // are entered in Core::allocations only (Allocation::native_pool), not in `live` and
+  // State::owner, so that an allocation and a free take the pool lock at most once.
+  std::atomic<long> native_live{0};
   // Native imports: the context that imported each (the driver frees it there), and whether
   // this process entered it in Core::allocations (an import that returned an address the
   // registry already held, the exporter's own block, is not entered twice).
@@ -220,7 +223,7 @@ void sweep(State& st) {
   for (auto it = st.pools.begin(); it != st.pools.end();) {
     MemPool& p = **it;
     if (p.destroyed) release_cached(p, 0);
-    if (p.destroyed && p.cached.empty() && p.live.empty() && p.allocating == 0) {
+    if (p.destroyed && p.cached.empty() && p.live.empty() && p.native_live.load() == 0) {
       it = st.pools.erase(it);
     } else {
       ++it;
@@ -424,7 +427,7 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
       native = true;
       native_handle = p->native_handle;
       block.kind = kind_of(*p);
-      ++p->allocating;
+      p->native_live.fetch_add(1);
     } else {
       // The best cached block: the lowest rank, then the smallest; blocks more than twice the
       // request stay for larger requests.
@@ -496,15 +499,12 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
         result = core.backend().errors().not_supported();
       return result;
     });
-    std::lock_guard lock(st.mutex);
-    --p->allocating;
-    if (!status.ok()) return core.map(status, fn);
+    if (!status.ok()) {
+      p->native_live.fetch_sub(1);
+      return core.map(status, fn);
+    }
     block.base = reinterpret_cast<std::uintptr_t>(mem);
-    block.size = bytes;
     block.ctx = s.ctx;
-    st.owner[block.base] = p;
-    p->live.emplace(block.base,
-                    Block{block.base, block.size, block.ctx, block.kind, 0, 0, nullptr});
   }
   // The flags cuMemHostAlloc / cuMemAllocManaged would have recorded for such memory.
   unsigned flags = 0;
@@ -514,6 +514,7 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
   Allocation a{block.base,        bytes, block.kind, block.ctx, block.ctx->handle,
                block.ctx->device, flags, 0};
   a.buffer_id = core.next_buffer_id.fetch_add(1);
+  if (native) a.native_pool = p;
   {
     std::unique_lock lock(core.alloc_mutex);
     core.allocations[a.base] = a;
@@ -534,6 +535,15 @@ CUresult unregister_for_free(CUdeviceptr p, bool plain, MemPool*& pool, Block& b
   State& st = state();
   const auto base = static_cast<std::uintptr_t>(p);
   std::unique_lock alloc_lock(core.alloc_mutex);
+  // A block of the driver's pool: the registry alone knows it.
+  if (auto it = core.allocations.find(base);
+      it != core.allocations.end() && it->second.native_pool) {
+    pool = it->second.native_pool;
+    block.base = base;
+    block.ctx = it->second.ctx;
+    core.allocations.erase(it);
+    return CUDA_SUCCESS;
+  }
   {
     std::lock_guard lock(st.mutex);
     // An importer frees its import before the exporter frees the memory (CUDA's rule).
@@ -599,6 +609,7 @@ CUresult pool_free_async(CUdeviceptr p, Stream& s) {
         result = Core::get().backend().errors().not_supported();
       return result;
     });
+    if (pool) pool->native_live.fetch_sub(1);  // the last touch: a sweep may delete it after
     return Core::get().map(status, fn);
   }
   // The mapping of another process's block goes once this process's work is done with it
@@ -651,6 +662,7 @@ bool pool_free_sync(CUdeviceptr p, CUresult& result) {
   if (native_ctx) {
     quiesce_all_contexts();
     result = Core::get().map(native_ctx->impl->free(reinterpret_cast<void*>(p)), "cuMemFree");
+    if (pool) pool->native_live.fetch_sub(1);
     return true;
   }
   if (imported) {
@@ -716,22 +728,28 @@ void pool_after_synchronize(int device) noexcept {
 
 void pool_forget_context(Context& ctx) noexcept {
   State& st = state();
-  std::vector<std::uintptr_t> native_blocks;  // the driver frees them, below
-  std::unique_lock lock(st.mutex);
+  Core& core = Core::get();
+  // The driver's pool memory of the context: out of the registry (whose sweep would free host
+  // and managed blocks by the wrong path), then freed by the driver's cuMemFree.
+  std::vector<std::pair<std::uintptr_t, MemPool*>> native_blocks;
+  {
+    std::unique_lock alloc_lock(core.alloc_mutex);
+    for (auto it = core.allocations.begin(); it != core.allocations.end();) {
+      if (it->second.ctx == &ctx && it->second.native_pool) {
+        native_blocks.emplace_back(it->first, it->second.native_pool);
+        it = core.allocations.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& [base, pool] : native_blocks) {
+    (void)ctx.impl->free(reinterpret_cast<void*>(base));
+    pool->native_live.fetch_sub(1);
+  }
+  std::lock_guard lock(st.mutex);
   for (auto& p : st.pools) {
     std::erase_if(p->native_imports, [&](const auto& kv) { return kv.second.ctx == &ctx; });
-    if (p->native) {
-      for (auto it = p->live.begin(); it != p->live.end();) {
-        if (it->second.ctx != &ctx) {
-          ++it;
-          continue;
-        }
-        native_blocks.push_back(it->first);
-        st.owner.erase(it->first);
-        it = p->live.erase(it);
-      }
-      continue;
-    }
     for (auto it = p->cached.begin(); it != p->cached.end();) {
       if (it->event && it->event->ctx == &ctx) {  // complete: the context was quiesced
         it->event.reset();
@@ -769,16 +787,6 @@ void pool_forget_context(Context& ctx) noexcept {
     }
   }
   sweep(st);
-  lock.unlock();
-  if (native_blocks.empty()) return;
-  // The driver's pool memory of the context: out of the registry (whose sweep would free host
-  // and managed blocks by the wrong path), then freed by the driver's cuMemFree.
-  Core& core = Core::get();
-  {
-    std::unique_lock alloc_lock(core.alloc_mutex);
-    for (std::uintptr_t base : native_blocks) core.allocations.erase(base);
-  }
-  for (std::uintptr_t base : native_blocks) (void)ctx.impl->free(reinterpret_cast<void*>(base));
 }
 
 namespace {
@@ -826,6 +834,8 @@ CUresult import_native_pointer(CUmemoryPool pool, const CUmemPoolPtrExportData& 
 }
 
 }  // namespace
+
+CUmemoryPool pool_handle(const MemPool& pool) noexcept { return pool.handle; }
 
 CUmemoryPool pool_of_pointer(std::uintptr_t base) noexcept {
   State& st = state();
@@ -1376,6 +1386,19 @@ CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle
 CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
   const char* fn = "cuMemPoolExportPointer";
   if (!shareData_out) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null out-pointer");
+  {  // a block of the driver's pool: the driver's export data
+    Core& core = Core::get();
+    std::shared_lock alloc_lock(core.alloc_mutex);
+    auto a = core.allocations.find(static_cast<std::uintptr_t>(ptr));
+    if (a != core.allocations.end() && a->second.native_pool) {
+      if (!(a->second.native_pool->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool is not exportable");
+      return core.map(
+          core::native_pools()->export_pointer(core::current_backend_context(),
+                                               reinterpret_cast<void*>(ptr), *shareData_out),
+          fn);
+    }
+  }
   core::State& st = core::state();
   std::lock_guard lock(st.mutex);
   auto it = st.owner.find(static_cast<std::uintptr_t>(ptr));
@@ -1384,11 +1407,6 @@ CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdevicep
   const MemPool& p = *it->second;
   if (!(p.props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "the pool is not exportable");
-  if (p.native)
-    return Core::get().map(
-        core::native_pools()->export_pointer(core::current_backend_context(),
-                                             reinterpret_cast<void*>(ptr), *shareData_out),
-        fn);
   core::ShareRecord rec;
   rec.pid = getpid();
   rec.uid = p.uid;

@@ -42,5 +42,7 @@ bool pool_free_sync(CUdeviceptr p, CUresult& result);
 // `base`, else null. May be called with Core::alloc_mutex held (the pools never take it while
 // holding their own lock).
 CUmemoryPool pool_of_pointer(std::uintptr_t base) noexcept;
+// The program's handle of a pool (Allocation::native_pool names blocks of the driver's pools).
+CUmemoryPool pool_handle(const MemPool& pool) noexcept;
 
 }  // namespace cudamux::core

@@ -70,6 +70,12 @@ void log(const std::string& line) {
   g_log += line + "\n";
   if (g_echo) std::fprintf(stderr, "[fake nvidia] %s\n", line.c_str());
 }
+// log() for callers that hold g_mu.
+void log_locked(const std::string& line) {
+  if (g_quiet) return;
+  g_log += line + "\n";
+  if (g_echo) std::fprintf(stderr, "[fake nvidia] %s\n", line.c_str());
+}
 std::size_t used() {
   std::size_t n = 0;
   for (const auto& [p, s] : g_allocations) n += s;
@@ -379,7 +385,7 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   FAKE_COUNT();
   std::lock_guard lock(g_mu);
   if (release_pool_block(p)) {  // NVIDIA's cuMemFree takes pool memory too
-    g_log += "cuMemFree_v2 pool\n";
+    log_locked("cuMemFree_v2 pool");
     return CUDA_SUCCESS;
   }
   if (g_allocations.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -998,7 +1004,7 @@ std::string location_text(const CUmemLocation& l) {
 bool release_pool_block(CUdeviceptr p) {
   if (auto i = g_imports.find(p); i != g_imports.end()) {  // an import's free drops it only
     if (--i->second == 0) g_imports.erase(i);
-    g_log += "import released\n";
+    log_locked("import released");
     return true;
   }
   auto b = g_pool_blocks.find(p);
@@ -1030,7 +1036,7 @@ FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   FakePool* p = fake_pool(pool);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   p->destroyed = true;  // kept: blocks still out belong to it until freed
-  g_log += "cuMemPoolDestroy\n";
+  log_locked("cuMemPoolDestroy");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
@@ -1079,15 +1085,15 @@ FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* out, std::size_t bytes
   p->reserved = std::max(p->reserved, p->used);
   p->used_high = std::max(p->used_high, p->used);
   p->reserved_high = std::max(p->reserved_high, p->reserved);
-  g_log += "cuMemAllocFromPoolAsync " + std::to_string(bytes) + " " +
-           location_text(p->props.location) + "\n";
+  log_locked("cuMemAllocFromPoolAsync " + std::to_string(bytes) + " " +
+             location_text(p->props.location));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream) {
   FAKE_COUNT();
   std::lock_guard lock(g_mu);
   if (!release_pool_block(p)) return CUDA_ERROR_INVALID_VALUE;
-  g_log += "cuMemFreeAsync\n";
+  log_locked("cuMemFreeAsync");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v) {
@@ -1116,7 +1122,7 @@ FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribut
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }
-  g_log += "cuMemPoolSetAttribute " + std::to_string(a) + "\n";
+  log_locked("cuMemPoolSetAttribute " + std::to_string(a));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v) {
@@ -1156,7 +1162,7 @@ FAKE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, std::size_t keep) {
   FakePool* p = fake_pool(pool);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   p->reserved = std::max(p->used, std::min(p->reserved, keep));
-  g_log += "cuMemPoolTrimTo " + std::to_string(keep) + "\n";
+  log_locked("cuMemPoolTrimTo " + std::to_string(keep));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map,
@@ -1170,8 +1176,8 @@ FAKE_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc
       return CUDA_ERROR_INVALID_DEVICE;
   for (std::size_t i = 0; i < count; ++i) {
     p->access[map[i].location.id] = map[i].flags;
-    g_log += "cuMemPoolSetAccess " + location_text(map[i].location) + " flags " +
-             std::to_string(map[i].flags) + "\n";
+    log_locked("cuMemPoolSetAccess " + location_text(map[i].location) + " flags " +
+               std::to_string(map[i].flags));
   }
   return CUDA_SUCCESS;
 }
@@ -1208,7 +1214,7 @@ FAKE_EXPORT CUresult cuMemPoolExportToShareableHandle(void* out, CUmemoryPool po
   }
   ::close(fds[1]);
   *static_cast<int*>(out) = fds[0];
-  g_log += "cuMemPoolExportToShareableHandle\n";
+  log_locked("cuMemPoolExportToShareableHandle");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool, void* handle,
@@ -1223,7 +1229,7 @@ FAKE_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool, void
   std::lock_guard lock(g_mu);
   if (!fake_pool(origin)) return CUDA_ERROR_INVALID_VALUE;
   *pool = origin;
-  g_log += "cuMemPoolImportFromShareableHandle\n";
+  log_locked("cuMemPoolImportFromShareableHandle");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* out, CUdeviceptr p) {
@@ -1234,7 +1240,7 @@ FAKE_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* out, CUdevic
   const std::uint64_t magic = 0xfa4e;
   std::memcpy(out->reserved, &magic, sizeof magic);
   std::memcpy(out->reserved + 8, &p, sizeof p);
-  g_log += "cuMemPoolExportPointer\n";
+  log_locked("cuMemPoolExportPointer");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr* out, CUmemoryPool pool,
@@ -1252,7 +1258,7 @@ FAKE_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr* out, CUmemoryPool pool,
     return CUDA_ERROR_INVALID_VALUE;
   *out = p;  // one address space: the exporter's block
   ++g_imports[p];
-  g_log += "cuMemPoolImportPointer\n";
+  log_locked("cuMemPoolImportPointer");
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {

@@ -2,14 +2,15 @@
 // given (hex, on the command line), prints the word at the start of the memory, writes its
 // complement after it, reports whether the event is still pending and then waits for it.
 //   driver_ipc_child <mem handle hex> <event handle hex>
-// With "pool", it imports a memory pool of the parent (its exported descriptor, reached through
-// /proc/<parent>/fd/<fd>) and a pointer from it, prints the word there, writes its complement
-// after it and frees the import:
+// With "pool", it imports a memory pool of the parent (its exported descriptor, inherited under
+// the same number, else reached through /proc/<parent>/fd/<fd>) and a pointer from it, prints
+// the word there, writes its complement after it and frees the import:
 //   driver_ipc_child pool <parent pid> <pool fd> <pointer export data hex>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -35,8 +36,15 @@ bool make_context(CUcontext& ctx) {
 }  // namespace
 
 int import_pool(char** argv) {
-  const std::string path = std::string("/proc/") + argv[2] + "/fd/" + argv[3];
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // The inherited descriptor is the exporter's own open file (what NVIDIA's driver needs: its
+  // descriptors cannot be reopened through /proc); a memfd can be reopened either way.
+  int fd = -1;
+  if (const int inherited = std::atoi(argv[3]); fcntl(inherited, F_GETFD) != -1) {
+    fd = dup(inherited);
+  } else {
+    const std::string path = std::string("/proc/") + argv[2] + "/fd/" + argv[3];
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (fd < 0) return 20;
   CUmemPoolPtrExportData data{};
   if (!unhex(argv[4], &data, sizeof data)) return 2;

@@ -64,13 +64,6 @@ TEST_F(Ipc, AnotherProcessOpensMemoryAndEvent) {
 // Issue 16: a memory pool exported as a POSIX descriptor and a pointer from it, imported by
 // another process, which reads what this process wrote and writes an answer this process reads.
 TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
-  CUDAMUX_SKIP_ON_ORACLE(
-      "the child process got nothing from NVIDIA's driver directly (580); to debug");
-  CUDAMUX_KNOWN_DIFFERENCE(
-      "cuda",
-      "the core's pools over NVIDIA's memory: NVIDIA's 64-byte IPC handle does "
-      "not fit beside the pointer record in CUmemPoolPtrExportData, so the "
-      "other process's import is CUDA_ERROR_NOT_SUPPORTED (H100, 2026-11-26)");
   CUDAMUX_KNOWN_DIFFERENCE(
       "hip",
       "the core's pools over HIP's memory: HIP's IPC handle uses all 64 bytes (ROCr's handle, "
@@ -97,8 +90,12 @@ TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
       cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   CUmemPoolPtrExportData data{};
   ASSERT_OK(cuMemPoolExportPointer(&data, a));
+  // The child inherits the descriptor (dup clears close-on-exec): NVIDIA's descriptors cannot be
+  // reopened through /proc, and CUDA leaves how it travels to the program.
+  const int inherited = dup(fd);
+  ASSERT_GE(inherited, 0);
   const std::string command = child_path + " pool " + std::to_string(getpid()) + " " +
-                              std::to_string(fd) + " " + ipc_child::hex(&data, sizeof data);
+                              std::to_string(inherited) + " " + ipc_child::hex(&data, sizeof data);
   FILE* child = popen(command.c_str(), "r");
   ASSERT_NE(child, nullptr);
   char word[64] = {};
@@ -107,6 +104,7 @@ TEST_F(Ipc, AnotherProcessImportsAPoolAndAPointer) {
   EXPECT_TRUE(got_word);
   EXPECT_STREQ(word, "5eed1e55\n");
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  close(inherited);
   unsigned reply = 0;
   ASSERT_OK(cuMemcpyDtoH_v2(&reply, a + 4, sizeof reply));
   EXPECT_EQ(reply, ~value) << "the other process wrote into the pool's block";
