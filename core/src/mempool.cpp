@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -109,6 +110,9 @@ struct State {
   std::vector<Deferred> deferred;
   std::atomic<bool> has_cached{false};  // fast path of the synchronize hook
   std::atomic<bool> tracking{false};    // a free happened: event records carry dependencies
+  // Per device: its default pool while that is the driver's own and the device's current pool,
+  // else null; read without the lock by cuMemAllocAsync (default pools are never deleted).
+  std::array<std::atomic<MemPool*>, 64> native_default_current{};
   std::uint64_t next_seq = 1;
   unsigned long long next_uid = 1;
   std::map<unsigned long long, std::uint64_t> last_free;  // stream id -> seq of its last free
@@ -246,6 +250,15 @@ CUresult register_pool(State& st, std::unique_ptr<MemPool> p, MemPool*& out) {
   return CUDA_SUCCESS;
 }
 
+// Keeps State::native_default_current of `device` true to the pools. State mutex held.
+void refresh_native_default(State& st, int device) noexcept {
+  const auto d = static_cast<std::size_t>(device);
+  if (d >= st.native_default_current.size() || d >= st.default_pools.size()) return;
+  MemPool* dflt = st.default_pools[d];
+  const bool fast = dflt && dflt->native && !st.current_pools[d];
+  st.native_default_current[d].store(fast ? dflt : nullptr, std::memory_order_release);
+}
+
 // The default pool of `device`, created on first use. State mutex held.
 CUresult default_pool(State& st, int device, MemPool*& out) {
   Core& core = Core::get();
@@ -263,6 +276,7 @@ CUresult default_pool(State& st, int device, MemPool*& out) {
     p->props.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
     if (CUresult r = attach_native_default(*p, "cuDeviceGetDefaultMemPool")) return r;
     if (CUresult r = register_pool(st, std::move(p), slot)) return r;
+    refresh_native_default(st, device);
   }
   out = slot;
   return CUDA_SUCCESS;
@@ -405,7 +419,17 @@ CUresult pool_alloc_async(MemPool* pool, std::size_t bytes, Stream& s, CUdevicep
   MemPool* p = pool;
   bool native = false;
   std::uint64_t native_handle = 0;
-  {
+  const auto device = static_cast<std::size_t>(s.ctx->device);
+  MemPool* fast = pool || device >= st.native_default_current.size()
+                      ? nullptr
+                      : st.native_default_current[device].load(std::memory_order_acquire);
+  if (fast) {  // the driver's default pool, current: nothing of the core's to decide
+    p = fast;
+    native = true;
+    native_handle = fast->native_handle;
+    block.kind = AllocKind::device;
+    fast->native_live.fetch_add(1);
+  } else {
     std::lock_guard lock(st.mutex);
     sweep(st);
     if (!p) {
@@ -970,8 +994,11 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   }
   Core::get().mempools.erase(reinterpret_cast<std::uintptr_t>(pool));
   // The device whose current pool it was gets its default pool back (CUDA's rule).
-  for (MemPool*& c : st.current_pools)
-    if (c == p) c = nullptr;
+  for (std::size_t d = 0; d < st.current_pools.size(); ++d) {
+    if (st.current_pools[d] != p) continue;
+    st.current_pools[d] = nullptr;
+    core::refresh_native_default(st, static_cast<int>(d));
+  }
   std::erase_if(st.located_currents, [p](const auto& kv) { return kv.second == p; });
   // Outstanding allocations keep it alive until they are freed (CUDA's rule).
   p->destroyed = true;
@@ -1206,6 +1233,7 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   MemPool* dflt = nullptr;
   if (CUresult r = core::default_pool(st, dev, dflt)) return r;
   st.current_pools[static_cast<std::size_t>(dev)] = p == dflt ? nullptr : p;
+  core::refresh_native_default(st, dev);
   return CUDA_SUCCESS;
 }
 
