@@ -400,7 +400,10 @@ TEST(SplitEmit, TwinOnlyForKernelsWithBarriersAndOptionOff) {
 // times: thread t (but the last) waits for mbarrier t, which only thread t + 1 arrives at, after
 // its own wait; the last thread starts the chain. So the twin needs a pass per thread, and
 // each thread's value is its right neighbour's plus one. The arrival is in a .func: an arrive
-// never blocks, so calling it does not keep the kernel off the twin.
+// never blocks, so calling it does not keep the kernel off the twin. A nanosleep that no
+// thread can reach twice without passing another stop is no stop (a region each, compile
+// time): the one outside any loop and the back-off inside the wait loop; the twin has 4 regions
+// (the start, behind bar.sync, behind the mbarrier query, behind the looping wait).
 TEST(SplitEmit, MbarrierWaitIsAYieldStop) {
   const char* ptx = R"(.version 8.0
 .target sm_80
@@ -429,6 +432,8 @@ TEST(SplitEmit, MbarrierWaitIsAYieldStop) {
   add.s32 %r5, %r3, %r4;
   mbarrier.init.shared.b64 [%r5], 1;
   bar.sync 0;
+  nanosleep.u32 20;
+  mbarrier.test_wait.parity.shared.b64 %p3, [%r5], 1;
   add.s32 %r6, %r1, 1;
   mov.u32 %r7, val;
   shl.b32 %r8, %r1, 2;
@@ -439,7 +444,10 @@ TEST(SplitEmit, MbarrierWaitIsAYieldStop) {
   @!%p1 bra PUBLISH;
 WAIT:
   mbarrier.try_wait.parity.shared.b64 %p2, [%r5], 0;
-  @!%p2 bra WAIT;
+  @%p2 bra GO;
+  nanosleep.u32 100;
+  bra.uni WAIT;
+GO:
   ld.shared.u32 %r11, [%r9+4];
   add.s32 %r10, %r11, 1;
 PUBLISH:
@@ -472,6 +480,11 @@ DONE:
     ASSERT_TRUE(e.unsupported.empty());
     // The yield stop: a warp point of the lane alone (op 10), only in the twin.
     EXPECT_EQ(e.source.find("op = 10u") != std::string::npos, split);
+    std::size_t regions = 0;
+    for (auto at = e.source.find("const auto cudamux_region_"); at != std::string::npos;
+         at = e.source.find("const auto cudamux_region_", at + 1))
+      ++regions;
+    EXPECT_EQ(regions, split ? 4u : 0u);
     auto l = build(e.source);
     ASSERT_TRUE(l->desc) << l->error;
     const auto* k = l->kernel("relay");
