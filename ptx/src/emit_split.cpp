@@ -591,7 +591,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   // is one only when a thread can come back to it without passing another stop (a CTA
   // barrier, a warp point, a wait or poll): libcu++'s cuda::barrier wait has two nanosleeps of
   // back-off in the loop around its test, which only cost regions (compile time: 1.5 s of g++
-  // for aw_barrier's twin with them, 0.3 s without), since every turn of that loop stops at the
+  // for aw_barrier's twin with them, 0.5 s without), since every turn of that loop stops at the
   // test already. A nanosleep that is not a stop does nothing in the twin (the ISA allows a
   // sleep of 0 ns; the block's other threads could not run while this one slept). Fibers keep
   // every yield point.

@@ -28,9 +28,10 @@ std::string mode() {
   return m ? m : "plain";
 }
 
-std::string fixture(int arch) {
-  std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/rest/rest.compute_" + std::to_string(arch) +
-                   ".ptx");
+// rest.cu's PTX; `name` "mbarrier": mbarrier.cu's (kernels of the mbarrier twins).
+std::string fixture(int arch, const char* name = "rest") {
+  std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/rest/" + name + ".compute_" +
+                   std::to_string(arch) + ".ptx");
   return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
@@ -60,6 +61,17 @@ class PtxRest : public ::testing::TestWithParam<int> {
     EXPECT_OK(cuModuleGetFunction(&f, module_, name));
     return f;
   }
+  // A kernel of mbarrier.cu's module, loaded at first use.
+  CUfunction mbarrier_fn(const char* name) {
+    if (mbarrier_module_ == nullptr) {
+      const std::string ptx = fixture(GetParam(), "mbarrier");
+      EXPECT_FALSE(ptx.empty()) << "missing fixture";
+      EXPECT_OK(cuModuleLoadData(&mbarrier_module_, ptx.c_str()));
+    }
+    CUfunction f = nullptr;
+    EXPECT_OK(cuModuleGetFunction(&f, mbarrier_module_, name));
+    return f;
+  }
   template <class T>
   CUdeviceptr upload(const std::vector<T>& v) {
     CUdeviceptr p = 0;
@@ -78,6 +90,7 @@ class PtxRest : public ::testing::TestWithParam<int> {
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   CUmodule module_ = nullptr;
+  CUmodule mbarrier_module_ = nullptr;
 };
 
 class PtxMemcheck : public PtxRest {
@@ -232,7 +245,8 @@ TEST_P(PtxRest, BlockOf1024ThreadsOnOneBarrier) {
   CUdeviceptr out = upload(std::vector<unsigned>(blocks * n));
   int r = rounds;
   void* args[] = {&out, &r};
-  ASSERT_OK(cuLaunchKernel(fn("mbarrier_wide"), blocks, 1, 1, n, 1, 1, 0, nullptr, args, nullptr));
+  ASSERT_OK(cuLaunchKernel(mbarrier_fn("mbarrier_wide"), blocks, 1, 1, n, 1, 1, 0, nullptr, args,
+                           nullptr));
   ASSERT_OK(cuCtxSynchronize());
   const auto o = download<unsigned>(out, blocks * n);
   for (int b = 0; b < blocks; ++b) {
@@ -252,8 +266,8 @@ TEST_P(PtxRest, WaitInsideADeviceFunction) {
   const int blocks = 2, n = 96;
   CUdeviceptr out = upload(std::vector<int>(blocks * n));
   void* args[] = {&out};
-  ASSERT_OK(
-      cuLaunchKernel(fn("mbarrier_in_func"), blocks, 1, 1, n, 1, 1, 0, nullptr, args, nullptr));
+  ASSERT_OK(cuLaunchKernel(mbarrier_fn("mbarrier_in_func"), blocks, 1, 1, n, 1, 1, 0, nullptr, args,
+                           nullptr));
   ASSERT_OK(cuCtxSynchronize());
   const auto o = download<int>(out, blocks * n);
   for (int b = 0; b < blocks; ++b)
@@ -267,8 +281,8 @@ TEST_P(PtxRest, NeverCompletingWaitEndsWhenAnotherBlockTraps) {
   const int blocks = 3;
   CUdeviceptr reached = upload(std::vector<int>(blocks));
   void* args[] = {&reached};
-  ASSERT_OK(cuLaunchCooperativeKernel(fn("wait_forever_or_trap"), blocks, 1, 1, 64, 1, 1, 0,
-                                      nullptr, args));
+  ASSERT_OK(cuLaunchCooperativeKernel(mbarrier_fn("wait_forever_or_trap"), blocks, 1, 1, 64, 1, 1,
+                                      0, nullptr, args));
   EXPECT_EQ(CUDA_ERROR_LAUNCH_FAILED, cuCtxSynchronize());
 }
 
@@ -414,27 +428,34 @@ TEST_P(PtxRest, SpinWaitKernelsGetSplitTwinsWithYieldStops) {
 // kernel whose wait is inside a .func it calls keeps the fibers (no twin, flags 0). On
 // compute_75 cuda::barrier is the software barrier (polls and nanosleep): split as well.
 TEST_P(PtxRest, MbarrierKernelsGetSplitTwins) {
-  std::vector<cudamux::ptx::Diagnostic> d;
-  const std::string ptx = fixture(GetParam());
-  const auto m = cudamux::ptx::parse(ptx, d);
-  ASSERT_TRUE(m.has_value());
-  if (GetParam() >= 80) {
-    for (const char* k : {"aw_barrier", "mbarrier_forms", "mbarrier_wide"})
-      EXPECT_NE(ptx.find(std::string(".entry ") + k), std::string::npos) << k;
-    EXPECT_NE(ptx.find("mbarrier.t"), std::string::npos);  // test_wait / try_wait
-  }
-  const auto e = cudamux::ptx::emit_cpp(*m);
-  for (const char* k : {"aw_barrier", "mbarrier_forms", "mbarrier_wide", "wait_forever_or_trap"})
-    EXPECT_NE(e.source.find("::cudamux::detail::entry<&cudamux_e_" + std::string(k) + ", 3u, &"),
-              std::string::npos)
-        << k;
-  EXPECT_NE(e.source.find("::cudamux::detail::entry<&cudamux_e_mbarrier_in_func, 0u>"),
-            std::string::npos);
   cudamux::ptx::EmitOptions off;
   off.split_barriers = false;
-  EXPECT_NE(cudamux::ptx::emit_cpp(*m, off).source.find(
-                "::cudamux::detail::entry<&cudamux_e_mbarrier_wide, 0u>"),
-            std::string::npos);
+  for (const char* file : {"rest", "mbarrier"}) {
+    std::vector<cudamux::ptx::Diagnostic> d;
+    const std::string ptx = fixture(GetParam(), file);
+    const auto m = cudamux::ptx::parse(ptx, d);
+    ASSERT_TRUE(m.has_value()) << file;
+    if (GetParam() >= 80) {
+      EXPECT_NE(ptx.find("mbarrier.t"), std::string::npos);  // test_wait / try_wait
+    }
+    const auto split = cudamux::ptx::emit_cpp(*m).source;
+    const auto unsplit = cudamux::ptx::emit_cpp(*m, off).source;
+    const auto twins = std::string(file) == "rest"
+                           ? std::vector<std::string>{"aw_barrier", "mbarrier_forms"}
+                           : std::vector<std::string>{"mbarrier_wide", "wait_forever_or_trap"};
+    for (const auto& k : twins) {
+      EXPECT_NE(split.find("::cudamux::detail::entry<&cudamux_e_" + k + ", 3u, &"),
+                std::string::npos)
+          << k;
+      EXPECT_NE(unsplit.find("::cudamux::detail::entry<&cudamux_e_" + k + ", 0u>"),
+                std::string::npos)
+          << k;
+    }
+    if (std::string(file) == "mbarrier") {
+      EXPECT_NE(split.find("::cudamux::detail::entry<&cudamux_e_mbarrier_in_func, 0u>"),
+                std::string::npos);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, PtxRest, ::testing::Values(75, 80, 90),

@@ -1,9 +1,7 @@
 // Fixture (ptx-rest, issue 15 items 2 and 4): kernels whose PTX (nvcc 13.0, make_fixtures.sh)
 // exercises memcheck, assert/printf, grid sync in cooperative launches, cuda::barrier
 // (software on compute_75, mbarrier on compute_80/90), spin-waits, nanosleep, named barriers
-// with bar.arrive, exit inside a device function, mbarrier forms, a 1024-thread block on one
-// cuda::barrier, a wait inside a device function, a wait that never completes while another
-// block traps, and video instructions.
+// with bar.arrive, exit inside a device function, mbarrier forms and video instructions.
 #include <cooperative_groups.h>
 #include <cuda/barrier>
 #include <cassert>
@@ -164,51 +162,6 @@ extern "C" __global__ void mbarrier_forms(unsigned long long* out) {
   if (threadIdx.x == 0) asm volatile("mbarrier.inval.shared.b64 [%0];" ::"r"(a));
   out[threadIdx.x] = pending | (done_before << 16) | (done_after << 17) | (parity0 << 18) |
                      (parity1 << 19);
-}
-
-// A block of up to 1024 threads on one cuda::barrier (mbarrier on compute_80/90): each round
-// every thread publishes its value, waits, adds its right neighbour's, and waits again.
-extern "C" __global__ void mbarrier_wide(unsigned* out, int rounds) {
-  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
-  __shared__ unsigned buf[1024];
-  if (threadIdx.x == 0) init(&bar, blockDim.x);
-  __syncthreads();
-  unsigned v = threadIdx.x + blockIdx.x * 10000u;
-  for (int r = 0; r < rounds; ++r) {
-    buf[threadIdx.x] = v;
-    bar.arrive_and_wait();
-    v += buf[(threadIdx.x + 1) % blockDim.x];
-    bar.arrive_and_wait();
-  }
-  out[blockIdx.x * blockDim.x + threadIdx.x] = v;
-}
-
-// The wait inside a device function that the kernel calls (not inlined).
-__device__ __noinline__ void arrive_and_wait_in_func(cuda::barrier<cuda::thread_scope_block>& bar) {
-  bar.arrive_and_wait();
-}
-extern "C" __global__ void mbarrier_in_func(int* out) {
-  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
-  __shared__ int buf[256];
-  if (threadIdx.x == 0) init(&bar, blockDim.x);
-  __syncthreads();
-  buf[threadIdx.x] = threadIdx.x * 7 + blockIdx.x;
-  arrive_and_wait_in_func(bar);
-  out[blockIdx.x * blockDim.x + threadIdx.x] = buf[(threadIdx.x + 1) % blockDim.x];
-}
-
-// Cooperative launch: the first blocks wait on a barrier that expects one arrival more than
-// their threads make (it never completes); the last block traps, which ends the launch.
-extern "C" __global__ void wait_forever_or_trap(int* reached) {
-  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
-  if (blockIdx.x == gridDim.x - 1) {
-    if (threadIdx.x == 0) __trap();
-    return;
-  }
-  if (threadIdx.x == 0) init(&bar, blockDim.x + 1);
-  __syncthreads();
-  bar.arrive_and_wait();
-  reached[blockIdx.x] = 1;
 }
 
 // Video instructions as nvcc emits them (__vabsdiffu4/s4 -> vabsdiff4, __vsadu2/__vsads4 ->
