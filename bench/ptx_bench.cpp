@@ -6,7 +6,12 @@
 //   * 512x512 16x16-tiled matmul vs the same tiling in C++     (target >= 0.5x)
 // Each barrier kernel also runs with barrier splitting off ([mock] fission = false: fibers),
 // to show what splitting buys, and SAXPY also without its flat twin (CUDAMUX_MOCK_PTX_FLAT=0:
-// the kernel as written in the thunk's thread loop). Run: build/bin/cudamux_bench_ptx
+// the kernel as written in the thunk's thread loop). The block sum also runs with
+// cuda::barrier's arrive_and_wait (bench/ptx/mbarrier.cu, compute_80: mbarrier.arrive and
+// test_wait, whose waits are yield stops of the split twin, and libcu++'s back-off, which reads
+// %globaltimer at every wait) and with cuda::ptx's mbarrier instructions (a bare test_wait
+// loop), on the twin and on fibers; their split/fibers ratios are printed too. Run:
+// build/bin/cudamux_bench_ptx
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <spdlog/sinks/null_sink.h>
@@ -39,9 +44,9 @@ std::unique_ptr<be::Backend> make_backend(const std::string& toml_text) {
   return cudamux::bench::make_mock_backend("bench_ptx", toml_text);
 }
 
-std::string ptx_text() {
-  std::ifstream in(CUDAMUX_BENCH_PTX);
-  if (!in) die("cannot read " CUDAMUX_BENCH_PTX);
+std::string ptx_text(const char* path) {
+  std::ifstream in(path);
+  if (!in) die(std::string("cannot read ") + path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -52,13 +57,14 @@ struct Env {
   std::unique_ptr<be::DeviceContext> ctx;
   std::unique_ptr<be::Queue> queue;
   std::unique_ptr<be::Module> module;
-  explicit Env(const char* extra_config = "") {
+  explicit Env(const char* extra_config = "", const char* ptx_path = CUDAMUX_BENCH_PTX,
+               unsigned arch = 75) {
     // [mock] fission also switches barrier splitting of PTX kernels.
     backend = make_backend(std::string("[mock]\nmemory = 2147483648\n") + extra_config);
     if (!backend->open_context(0, 0, ctx).ok()) die("open_context");
     if (!ctx->create_queue(CU_STREAM_NON_BLOCKING, 0, queue).ok()) die("create_queue");
-    const std::string text = ptx_text();
-    be::ModuleImage im{be::ImageKind::ptx, text.c_str(), text.size() + 1, 75};
+    const std::string text = ptx_text(ptx_path);
+    be::ModuleImage im{be::ImageKind::ptx, text.c_str(), text.size() + 1, arch};
     if (!ctx->load_module(im, module).ok()) die("load_module (PTX)");
   }
   template <class... A>
@@ -91,6 +97,14 @@ Env& split_env() {
 }
 Env& fiber_env() {
   static Env e("fission = false\n");
+  return e;
+}
+Env& mbarrier_split_env() {
+  static Env e("", CUDAMUX_BENCH_PTX_MBARRIER, 80);
+  return e;
+}
+Env& mbarrier_fiber_env() {
+  static Env e("fission = false\n", CUDAMUX_BENCH_PTX_MBARRIER, 80);
   return e;
 }
 // The mock reads CUDAMUX_MOCK_PTX_FLAT when the backend is created.
@@ -166,20 +180,34 @@ void BM_Saxpy_Baseline(benchmark::State& state) {
 
 constexpr unsigned kSumBlocks = 4096;
 
-void block_sum_on(benchmark::State& state, Env& e) {
+void block_sum_on(benchmark::State& state, Env& e, const char* kernel = "block_sum") {
   float *in = nullptr, *out = nullptr;
   e.ctx->allocate(kSumBlocks * 256 * 4, reinterpret_cast<void**>(&in));
   e.ctx->allocate(kSumBlocks * 4, reinterpret_cast<void**>(&out));
   std::fill(in, in + kSumBlocks * 256, 1.0f);
+  // Untimed: the first launch compiles the module (lazily), which would be the whole of a
+  // one-iteration run of a slow variant.
+  e.launch(kernel, 1, 1, 256, 1, static_cast<const float*>(in), out);
   CpuMeter meter{state};
-  for (auto _ : state)
-    e.launch("block_sum", kSumBlocks, 1, 256, 1, static_cast<const float*>(in), out);
-  if (out[0] != 256.0f || out[kSumBlocks - 1] != 256.0f) die("block_sum result");
+  for (auto _ : state) e.launch(kernel, kSumBlocks, 1, 256, 1, static_cast<const float*>(in), out);
+  if (out[0] != 256.0f || out[kSumBlocks - 1] != 256.0f) die(std::string(kernel) + " result");
   e.ctx->free(in);
   e.ctx->free(out);
 }
 void BM_BlockSum_Ptx(benchmark::State& state) { block_sum_on(state, split_env()); }
 void BM_BlockSum_PtxFibers(benchmark::State& state) { block_sum_on(state, fiber_env()); }
+void BM_BlockSum_PtxMbarrier(benchmark::State& state) {
+  block_sum_on(state, mbarrier_split_env(), "block_sum_mbarrier");
+}
+void BM_BlockSum_PtxMbarrierFibers(benchmark::State& state) {
+  block_sum_on(state, mbarrier_fiber_env(), "block_sum_mbarrier");
+}
+void BM_BlockSum_PtxMbarrierRaw(benchmark::State& state) {
+  block_sum_on(state, mbarrier_split_env(), "block_sum_mbarrier_ptx");
+}
+void BM_BlockSum_PtxMbarrierRawFibers(benchmark::State& state) {
+  block_sum_on(state, mbarrier_fiber_env(), "block_sum_mbarrier_ptx");
+}
 void BM_BlockSum_Baseline(benchmark::State& state) {
   std::vector<float> in(kSumBlocks * 256, 1.0f), out(kSumBlocks);
   CpuMeter meter{state};
@@ -251,6 +279,16 @@ BENCHMARK(BM_Saxpy_PtxThreadLoop)->Unit(benchmark::kMillisecond)->UseRealTime()-
 BENCHMARK(BM_BlockSum_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_Ptx)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_BlockSum_PtxFibers)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_BlockSum_PtxMbarrier)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_BlockSum_PtxMbarrierFibers)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
+BENCHMARK(BM_BlockSum_PtxMbarrierRaw)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_BlockSum_PtxMbarrierRawFibers)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
 BENCHMARK(BM_Matmul_Baseline)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Matmul_Ptx)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Matmul_PtxFibers)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
@@ -274,8 +312,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ratio("SAXPY, thread loop (flat twin off)", "BM_Saxpy", "_PtxThreadLoop", 0);
     ratio("block sum, 256 threads, bar.sync (split)", "BM_BlockSum", "_Ptx", 0.25);
     ratio("block sum, fibers (splitting off)", "BM_BlockSum", "_PtxFibers", 0);
+    ratio("block sum, cuda::barrier (mbarrier, split)", "BM_BlockSum", "_PtxMbarrier", 0);
+    ratio("block sum, cuda::barrier, fibers", "BM_BlockSum", "_PtxMbarrierFibers", 0);
+    ratio("block sum, cuda::ptx mbarrier (split)", "BM_BlockSum", "_PtxMbarrierRaw", 0);
+    ratio("block sum, cuda::ptx mbarrier, fibers", "BM_BlockSum", "_PtxMbarrierRawFibers", 0);
     ratio("512x512 tiled matmul vs same tiling (split)", "BM_Matmul", "_Ptx", 0.5);
     ratio("tiled matmul, fibers (splitting off)", "BM_Matmul", "_PtxFibers", 0);
+    std::printf("\nSplit twins against fibers (fibers time / split time, same run):\n");
+    versus("block sum, bar.sync", "BM_BlockSum_PtxFibers", "BM_BlockSum_Ptx");
+    versus("block sum, cuda::barrier (mbarrier waits)", "BM_BlockSum_PtxMbarrierFibers",
+           "BM_BlockSum_PtxMbarrier");
+    versus("block sum, cuda::ptx mbarrier.test_wait loop", "BM_BlockSum_PtxMbarrierRawFibers",
+           "BM_BlockSum_PtxMbarrierRaw");
   }
 
  private:
@@ -293,6 +341,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::printf("  %-46s wall %.3fx, process CPU %.3fx", what, b / m, cm > 0 ? cb / cm : 0.0);
     if (target > 0) std::printf(" (target >= %.2fx)", target);
     std::printf("\n");
+  }
+  void versus(const char* what, const std::string& slow, const std::string& fast) {
+    const double s = find(times_, slow), f = find(times_, fast);
+    const double cs = find(cpu_, slow), cf = find(cpu_, fast);
+    if (s <= 0 || f <= 0) return;
+    std::printf("  %-46s wall %.2fx, process CPU %.2fx\n", what, s / f, cf > 0 ? cs / cf : 0.0);
   }
   std::map<std::string, double> times_, cpu_;
 };

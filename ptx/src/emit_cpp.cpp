@@ -701,9 +701,12 @@ bool is_sync_op(const Instruction& i) {
     case Opcode::stmatrix:
     case Opcode::movmatrix:
     case Opcode::wgmma:
-    case Opcode::mbarrier:
     case Opcode::nanosleep:  // a yield point (ptx-rest): never run on the barrier-free path
       return true;
+    case Opcode::mbarrier:
+      // Only test_wait/try_wait wait (yield points); init, arrive, arrive_drop, expect_tx,
+      // complete_tx, pending_count and inval never block, in the kernel or in a .func it calls.
+      return i.mode == Mode::wait;
     default:
       return false;
   }

@@ -24,6 +24,12 @@ bool is_cta_barrier(const Instruction& in) {
   return false;
 }
 
+// mbarrier.test_wait / try_wait with its predicate in a register: a yield point (find_yields).
+bool mbarrier_wait(const Instruction& in) {
+  return in.op == Opcode::mbarrier && in.mode == Mode::wait && !in.operands.empty() &&
+         in.operands[0].kind == Operand::Kind::reg;
+}
+
 bool is_reduction(const Instruction& in) {
   return in.op == Opcode::bar_red || in.boolop != BoolOp::none;
 }
@@ -322,11 +328,12 @@ bool splittable(const Module& m, std::size_t fi, const std::vector<bool>& reache
       barrier = true;  // a stop of the state machine too
       continue;
     }
+    // mbarrier: its waits (test_wait/try_wait) are yield points, stops above; init, arrive,
+    // arrive_drop, expect_tx, complete_tx, pending_count and inval never block.
     switch (in.op) {
       case Opcode::elect:
       case Opcode::mma_sp:
       case Opcode::wgmma:
-      case Opcode::mbarrier:
         return false;
       default:
         break;
@@ -540,12 +547,64 @@ std::string emit_flat(const SplitKernel& k, const std::string& twin) {
   return o.str();
 }
 
+namespace {
+
+// Whether a thread can come back to instruction i without running an unguarded instruction
+// marked in `wall` (i itself aside): a cycle of the CFG through i that avoids the walls.
+bool on_cycle_avoiding(const Function& f, const Cfg& cfg, std::size_t i,
+                       const std::vector<bool>& wall) {
+  if (i >= cfg.block_of.size() || cfg.block_of[i] >= cfg.blocks.size()) return true;
+  const auto blocks = [&](std::size_t from, std::size_t to) {
+    for (std::size_t j = from; j < to; ++j)
+      if (wall[j] && !f.body[j].guarded) return true;
+    return false;
+  };
+  const std::uint32_t home = cfg.block_of[i];
+  if (blocks(i + 1, cfg.blocks[home].end)) return false;
+  std::vector<bool> seen(cfg.blocks.size(), false);
+  std::vector<std::uint32_t> work(cfg.blocks[home].succs.begin(), cfg.blocks[home].succs.end());
+  while (!work.empty()) {
+    const std::uint32_t b = work.back();
+    work.pop_back();
+    if (b >= cfg.blocks.size() || seen[b]) continue;
+    seen[b] = true;
+    if (b == home) {
+      if (!blocks(cfg.blocks[b].first, i)) return true;
+      continue;
+    }
+    if (blocks(cfg.blocks[b].first, cfg.blocks[b].end)) continue;
+    work.insert(work.end(), cfg.blocks[b].succs.begin(), cfg.blocks[b].succs.end());
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string emit_split(const SplitKernel& k, const std::string& twin) {
   const Function& f = *k.f;
   const Cfg cfg = build_cfg(f);
   const Liveness live = compute_liveness(f, cfg);
   const std::size_t nregs = f.registers.size();
   const std::size_t n_ins = f.body.size();
+
+  // Which yield points are stops. mbarrier waits and spin-wait polls always are. A nanosleep
+  // is one only when a thread can come back to it without passing another stop (a CTA
+  // barrier, a warp point, a wait or poll): libcu++'s cuda::barrier wait has two nanosleeps of
+  // back-off in the loop around its test, which only cost regions (compile time: 1.5 s of g++
+  // for aw_barrier's twin with them, 0.5 s without), since every turn of that loop stops at the
+  // test already. A nanosleep that is not a stop does nothing in the twin (the ISA allows a
+  // sleep of 0 ns; the block's other threads could not run while this one slept). Fibers keep
+  // every yield point.
+  std::vector<bool> yield_stop(n_ins, false), wall(n_ins, false);
+  for (std::size_t i = 0; i < n_ins; ++i) {
+    const auto& in = f.body[i];
+    const bool y = i < k.yield_before.size() && k.yield_before[i];
+    yield_stop[i] = y && in.op != Opcode::nanosleep && !is_cta_barrier(in) && !is_warp_point(in);
+    wall[i] = is_cta_barrier(in) || is_warp_point(in) || yield_stop[i];
+  }
+  for (std::size_t i = 0; i < n_ins; ++i)
+    if (i < k.yield_before.size() && k.yield_before[i] && f.body[i].op == Opcode::nanosleep)
+      yield_stop[i] = on_cycle_avoiding(f, cfg, i, wall);
 
   // Stops (CTA barriers and warp points), numbered from 1 (0: the kernel's start), and the
   // registers live after each, which the thread keeps in its slot while it waits there.
@@ -555,10 +614,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   std::vector<bool> slot(nregs, false);
   bool warp = false;
   std::vector<std::uint32_t> uses, defs;
-  const auto yield_at = [&](std::size_t i) {
-    return i < k.yield_before.size() && k.yield_before[i] && !is_cta_barrier(f.body[i]) &&
-           !is_warp_point(f.body[i]);
-  };
+  const auto yield_at = [&](std::size_t i) { return yield_stop[i]; };
   for (std::size_t i = 0; i < n_ins; ++i) {
     const bool y = yield_at(i);
     const bool w = is_warp_point(f.body[i]) || y;
@@ -741,7 +797,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "  // bar.red: arrivals add their predicates; the threads released read the totals.\n"
        "  [[maybe_unused]] u32 cudamux_red_popc = 0, cudamux_acc_popc = 0;\n"
        "  [[maybe_unused]] bool cudamux_red_and = true, cudamux_red_or = false;\n"
-       "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n";
+       "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n"
+       "  // Whether a pass got anywhere: a thread resumed from other than a yield stop, or an\n"
+       "  // mbarrier wait succeeded (see the pass's end).\n"
+       "  [[maybe_unused]] bool cudamux_progress = false;\n";
 
   // One lambda per resume point: runs thread cudamux_t from there to its next stop or exit.
   std::vector<std::uint32_t> single_end(kept.size(), 0);
@@ -778,8 +837,8 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
     for (auto r : kept[b]) restored[r] = true;
     o << "  const auto cudamux_region_" << b
       << " = [=, &cudamux_red_popc, &cudamux_red_and, &cudamux_red_or, &cudamux_acc_popc, "
-         "&cudamux_acc_and, &cudamux_acc_or](const unsigned cudamux_t, const uint3 cudamux_tid, "
-         "u32& cudamux_c) __attribute__((always_inline)) {\n";
+         "&cudamux_acc_and, &cudamux_acc_or, &cudamux_progress](const unsigned cudamux_t, const "
+         "uint3 cudamux_tid, u32& cudamux_c) __attribute__((always_inline)) {\n";
     if (tls) o << "    ::threadIdx = cudamux_tid;\n    CUDAMUX_THREAD_STORED();\n";
     o << "    [[maybe_unused]] const uint3 threadIdx = cudamux_tid;\n";
     if (k.uses_carry) o << "    [[maybe_unused]] bool cudamux_carry = false;\n";
@@ -817,6 +876,10 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
       if (yield_at(stop_at[b])) {
         // The instruction the thread yielded before (its guard held: it stopped under it).
         if (in.op != Opcode::nanosleep) o << "    " << k.stmts[stop_at[b]] << "\n";
+        // An mbarrier wait that succeeds is the block's progress; one that fails loops back to
+        // this stop (nvcc's wait loops), as a spin-wait's poll does.
+        if (mbarrier_wait(in))
+          o << "    if (" << k.rd(in.operands[0], Type::pred) << ") cudamux_progress = true;\n";
       } else if (is_cta_barrier(in)) {
         // bar.red's result is the reduction over the arrivals just released.
         if (is_reduction(in)) {
@@ -939,6 +1002,8 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
         s += "cudamux_c = " + std::to_string(c) + "u; return; }";
       } else if (in.op == Opcode::ret || in.op == Opcode::exit) {
         s = "goto cudamux_exit;";
+      } else if (in.op == Opcode::nanosleep) {
+        s = ";";  // not a stop (above): no sleep while the block's other threads cannot run
       } else {
         s = k.stmts[i];
       }
@@ -974,11 +1039,16 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   // checks. Otherwise (blocks where some threads returned early, divergent barriers) each
   // thread runs its region out of line, from its stored resume point: every round that
   // leads there stored them (a thread exits only from a region with several ends).
+  // Resuming from anything but a yield stop (the start, a barrier, a warp point) is progress.
+  const auto progress_from = [&](std::size_t b) {
+    return b == 0 || !yield_at(stop_at[b]) ? "cudamux_progress = true; " : "";
+  };
   o << "  bool cudamux_uniform = true;\n"
        "  u32 cudamux_upc = 0;\n"
        "  while (cudamux_live != 0) {\n"
        "    cudamux_and = 0xffffffffu;\n"
        "    cudamux_or = 0;\n"
+       "    cudamux_progress = false;\n"
        "    bool cudamux_full = true;  // every live thread ran in this round\n"
        "    if (cudamux_uniform && cudamux_live == cudamux_n) {\n"
        "      switch (cudamux_upc) {\n";
@@ -1006,7 +1076,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
     }
     o << "        case " << b << ":\n" << loops(run);
     if (const auto c = single_end[b]) o << "          cudamux_and = cudamux_or = " << c << "u;\n";
-    o << "          break;\n";
+    o << "          " << progress_from(b) << "break;\n";
   }
   o << "        default:\n"
        "          __builtin_unreachable();\n"
@@ -1020,7 +1090,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "          } else {\n"
        "            switch (cudamux_pc[t]) {\n";
   for (std::size_t b = 0; b < kept.size(); ++b)
-    o << "              case " << b << ":\n                "
+    o << "              case " << b << ":\n                " << progress_from(b)
       << done("cudamux_slow_" + std::to_string(b) + "(t, uint3{x, y, z})")
       << "\n                break;\n";
   o << "              default:\n"
@@ -1061,9 +1131,13 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
          "      for (unsigned l = 0; l < 32; ++l)\n"
          "        if ((in >> l) & 1u) cudamux_wait[wb + l] = 0;\n"
          "    }\n"
-         // A thread spun at a yield point: let other blocks' OS threads run once per pass
-         // (a grid sync or a flag of another block), as a fiber's yield does.
-         "    if (cudamux_spun) ::cudamux::ptx::yield();\n"
+         // A thread spun at a yield point and the pass did nothing else (only polls ran, no
+         // mbarrier wait succeeded): the awaited write can only come from another block (a
+         // grid sync, a flag, an mbarrier in global memory), so let other blocks' OS threads
+         // run, as a fiber's yield does when it is alone in its block's ready queue. The
+         // runtime's yield also ends the block when another block failed the launch, as the
+         // fibers' scheduler does. A pass that made progress goes on without a system call.
+         "    if (cudamux_spun && !cudamux_progress) ::cudamux::ptx::yield();\n"
          "    if (cudamux_warped) continue;\n";
   }
   // Every live thread waits at a CTA barrier: release the block.

@@ -28,9 +28,10 @@ std::string mode() {
   return m ? m : "plain";
 }
 
-std::string fixture(int arch) {
-  std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/rest/rest.compute_" + std::to_string(arch) +
-                   ".ptx");
+// rest.cu's PTX; `name` "mbarrier": mbarrier.cu's (kernels of the mbarrier twins).
+std::string fixture(int arch, const char* name = "rest") {
+  std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/rest/" + name + ".compute_" +
+                   std::to_string(arch) + ".ptx");
   return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
@@ -60,6 +61,17 @@ class PtxRest : public ::testing::TestWithParam<int> {
     EXPECT_OK(cuModuleGetFunction(&f, module_, name));
     return f;
   }
+  // A kernel of mbarrier.cu's module, loaded at first use.
+  CUfunction mbarrier_fn(const char* name) {
+    if (mbarrier_module_ == nullptr) {
+      const std::string ptx = fixture(GetParam(), "mbarrier");
+      EXPECT_FALSE(ptx.empty()) << "missing fixture";
+      EXPECT_OK(cuModuleLoadData(&mbarrier_module_, ptx.c_str()));
+    }
+    CUfunction f = nullptr;
+    EXPECT_OK(cuModuleGetFunction(&f, mbarrier_module_, name));
+    return f;
+  }
   template <class T>
   CUdeviceptr upload(const std::vector<T>& v) {
     CUdeviceptr p = 0;
@@ -78,6 +90,7 @@ class PtxRest : public ::testing::TestWithParam<int> {
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   CUmodule module_ = nullptr;
+  CUmodule mbarrier_module_ = nullptr;
 };
 
 class PtxMemcheck : public PtxRest {
@@ -225,6 +238,54 @@ TEST_P(PtxRest, MbarrierForms) {
     EXPECT_EQ(pending[t], static_cast<unsigned>(t));  // after each arrival
 }
 
+// ---- item 2: mbarrier waits on split twins (compute_80/90; software barrier on 75) ----
+// 1024 threads on one barrier: fibers need a stack per thread, the twin one slot per thread.
+TEST_P(PtxRest, BlockOf1024ThreadsOnOneBarrier) {
+  const int blocks = 3, n = 1024, rounds = 3;
+  CUdeviceptr out = upload(std::vector<unsigned>(blocks * n));
+  int r = rounds;
+  void* args[] = {&out, &r};
+  ASSERT_OK(cuLaunchKernel(mbarrier_fn("mbarrier_wide"), blocks, 1, 1, n, 1, 1, 0, nullptr, args,
+                           nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  const auto o = download<unsigned>(out, blocks * n);
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<unsigned> v(n), next(n);
+    for (int t = 0; t < n; ++t) v[t] = t + b * 10000u;
+    for (int k = 0; k < rounds; ++k) {
+      for (int t = 0; t < n; ++t) next[t] = v[t] + v[(t + 1) % n];
+      v = next;
+    }
+    for (int t = 0; t < n; ++t) ASSERT_EQ(o[b * n + t], v[t]) << b << " " << t;
+  }
+}
+
+// The wait in a .func the kernel calls: such kernels keep the fibers (device functions are
+// not split) and still wait correctly.
+TEST_P(PtxRest, WaitInsideADeviceFunction) {
+  const int blocks = 2, n = 96;
+  CUdeviceptr out = upload(std::vector<int>(blocks * n));
+  void* args[] = {&out};
+  ASSERT_OK(cuLaunchKernel(mbarrier_fn("mbarrier_in_func"), blocks, 1, 1, n, 1, 1, 0, nullptr, args,
+                           nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  const auto o = download<int>(out, blocks * n);
+  for (int b = 0; b < blocks; ++b)
+    for (int t = 0; t < n; ++t) EXPECT_EQ(o[b * n + t], (t + 1) % n * 7 + b) << b << " " << t;
+}
+
+// Blocks whose threads wait on a barrier that never completes, in a cooperative launch whose
+// last block traps: the launch fails (a trap ends the whole grid on a GPU) and does not hang,
+// on the twins as on the fibers (whose scheduler ends a block when another block failed).
+TEST_P(PtxRest, NeverCompletingWaitEndsWhenAnotherBlockTraps) {
+  const int blocks = 3;
+  CUdeviceptr reached = upload(std::vector<int>(blocks));
+  void* args[] = {&reached};
+  ASSERT_OK(cuLaunchCooperativeKernel(mbarrier_fn("wait_forever_or_trap"), blocks, 1, 1, 64, 1, 1,
+                                      0, nullptr, args));
+  EXPECT_EQ(CUDA_ERROR_LAUNCH_FAILED, cuCtxSynchronize());
+}
+
 // ---- item 2: video instructions ----
 TEST_P(PtxRest, VideoAbsDiff) {
   const int n = 64;
@@ -346,7 +407,7 @@ TEST_P(PtxFaults, InjectedLaunchFaultReachesPtxKernels) {
 // Yield points are stops of the split twins: the spin-wait kernels (a volatile shared flag of
 // a later thread, __nanosleep, grid sync's and the cooperative wait's acquire polls) get a
 // twin, so the runs above use it (the ptx.rest_fibers family runs them with
-// CUDAMUX_MOCK_FISSION=0). Kernels with mbarrier waits keep the fibers.
+// CUDAMUX_MOCK_FISSION=0).
 TEST_P(PtxRest, SpinWaitKernelsGetSplitTwinsWithYieldStops) {
   std::vector<cudamux::ptx::Diagnostic> d;
   const auto m = cudamux::ptx::parse(fixture(GetParam()), d);
@@ -360,6 +421,41 @@ TEST_P(PtxRest, SpinWaitKernelsGetSplitTwinsWithYieldStops) {
   cudamux::ptx::EmitOptions off;
   off.split_barriers = false;
   EXPECT_EQ(cudamux::ptx::emit_cpp(*m, off).source.find("op = 10u"), std::string::npos);
+}
+
+// mbarrier waits (cuda::barrier's test_wait on compute_80, try_wait on 90, every form of
+// mbarrier_forms) are yield stops too: those kernels get twins, so the runs above use them; a
+// kernel whose wait is inside a .func it calls keeps the fibers (no twin, flags 0). On
+// compute_75 cuda::barrier is the software barrier (polls and nanosleep): split as well.
+TEST_P(PtxRest, MbarrierKernelsGetSplitTwins) {
+  cudamux::ptx::EmitOptions off;
+  off.split_barriers = false;
+  for (const char* file : {"rest", "mbarrier"}) {
+    std::vector<cudamux::ptx::Diagnostic> d;
+    const std::string ptx = fixture(GetParam(), file);
+    const auto m = cudamux::ptx::parse(ptx, d);
+    ASSERT_TRUE(m.has_value()) << file;
+    if (GetParam() >= 80) {
+      EXPECT_NE(ptx.find("mbarrier.t"), std::string::npos);  // test_wait / try_wait
+    }
+    const auto split = cudamux::ptx::emit_cpp(*m).source;
+    const auto unsplit = cudamux::ptx::emit_cpp(*m, off).source;
+    const auto twins = std::string(file) == "rest"
+                           ? std::vector<std::string>{"aw_barrier", "mbarrier_forms"}
+                           : std::vector<std::string>{"mbarrier_wide", "wait_forever_or_trap"};
+    for (const auto& k : twins) {
+      EXPECT_NE(split.find("::cudamux::detail::entry<&cudamux_e_" + k + ", 3u, &"),
+                std::string::npos)
+          << k;
+      EXPECT_NE(unsplit.find("::cudamux::detail::entry<&cudamux_e_" + k + ", 0u>"),
+                std::string::npos)
+          << k;
+    }
+    if (std::string(file) == "mbarrier") {
+      EXPECT_NE(split.find("::cudamux::detail::entry<&cudamux_e_mbarrier_in_func, 0u>"),
+                std::string::npos);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, PtxRest, ::testing::Values(75, 80, 90),

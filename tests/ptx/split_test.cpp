@@ -395,6 +395,112 @@ TEST(SplitEmit, TwinOnlyForKernelsWithBarriersAndOptionOff) {
   EXPECT_NE(off.source.find("::cudamux::detail::entry<&cudamux_e_k, 0u>"), std::string::npos);
 }
 
+// An mbarrier wait is a yield stop of the twin: the thread stops before mbarrier.try_wait, the
+// block's other runnable threads run, then it tests again. A relay makes every wait fail many
+// times: thread t (but the last) waits for mbarrier t, which only thread t + 1 arrives at, after
+// its own wait; the last thread starts the chain. So the twin needs a pass per thread, and
+// each thread's value is its right neighbour's plus one. The arrival is in a .func: an arrive
+// never blocks, so calling it does not keep the kernel off the twin. A nanosleep that no
+// thread can reach twice without passing another stop is no stop (a region each, compile
+// time): the one outside any loop and the back-off inside the wait loop; the twin has 4 regions
+// (the start, behind bar.sync, behind the mbarrier query, behind the looping wait).
+TEST(SplitEmit, MbarrierWaitIsAYieldStop) {
+  const char* ptx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.func pass_on(.param .b32 a)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.b32 %r1, [a];
+  mbarrier.arrive.shared.b64 %rd1, [%r1];
+  ret;
+}
+.visible .entry relay(.param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<6>;
+  .shared .align 8 .b64 mb[64];
+  .shared .align 4 .u32 val[64];
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, mb;
+  shl.b32 %r4, %r1, 3;
+  add.s32 %r5, %r3, %r4;
+  mbarrier.init.shared.b64 [%r5], 1;
+  bar.sync 0;
+  nanosleep.u32 20;
+  mbarrier.test_wait.parity.shared.b64 %p3, [%r5], 1;
+  add.s32 %r6, %r1, 1;
+  mov.u32 %r7, val;
+  shl.b32 %r8, %r1, 2;
+  add.s32 %r9, %r7, %r8;
+  mov.u32 %r10, %ctaid.x;
+  mad.lo.s32 %r10, %r10, 100, 1000;
+  setp.lt.u32 %p1, %r6, %r2;
+  @!%p1 bra PUBLISH;
+WAIT:
+  mbarrier.try_wait.parity.shared.b64 %p2, [%r5], 0;
+  @%p2 bra GO;
+  nanosleep.u32 100;
+  bra.uni WAIT;
+GO:
+  ld.shared.u32 %r11, [%r9+4];
+  add.s32 %r10, %r11, 1;
+PUBLISH:
+  st.shared.u32 [%r9], %r10;
+  mov.u32 %r12, %ctaid.x;
+  mad.lo.s32 %r13, %r12, %r2, %r1;
+  mul.wide.u32 %rd2, %r13, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r10;
+  setp.eq.u32 %p3, %r1, 0;
+  @%p3 bra DONE;
+  add.s32 %r14, %r5, -8;
+  {
+  .param .b32 a0;
+  st.param.b32 [a0], %r14;
+  call.uni pass_on, (a0);
+  }
+DONE:
+  ret;
+}
+)";
+  std::vector<Diagnostic> d;
+  const auto m = parse(ptx, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
+  for (const bool split : {true, false}) {
+    EmitOptions o;
+    o.split_barriers = split;
+    o.module_name = "relay.ptx";
+    const EmitResult e = emit_cpp(*m, o);
+    ASSERT_TRUE(e.unsupported.empty());
+    // The yield stop: a warp point of the lane alone (op 10), only in the twin.
+    EXPECT_EQ(e.source.find("op = 10u") != std::string::npos, split);
+    std::size_t regions = 0;
+    for (auto at = e.source.find("const auto cudamux_region_"); at != std::string::npos;
+         at = e.source.find("const auto cudamux_region_", at + 1))
+      ++regions;
+    EXPECT_EQ(regions, split ? 4u : 0u);
+    auto l = build(e.source);
+    ASSERT_TRUE(l->desc) << l->error;
+    const auto* k = l->kernel("relay");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->flags,
+              split ? unsigned{CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK} : 0u);
+    const unsigned n = 64, blocks = 2;
+    std::vector<unsigned> out(n * blocks, 0);
+    ASSERT_EQ(launch(k, {blocks, 1, 1}, {n, 1, 1}, {ptr(out.data())}, e.static_shared_bytes), 0)
+        << (split ? "split" : "fibers");
+    for (unsigned b = 0; b < blocks; ++b)
+      for (unsigned t = 0; t < n; ++t)
+        ASSERT_EQ(out[b * n + t], 1000 + 100 * b + (n - 1 - t)) << split << " " << b << " " << t;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ptx, Split, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? std::string("split") : std::string("fibers");

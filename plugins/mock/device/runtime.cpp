@@ -608,7 +608,13 @@ CUDAMUX_DEVICE_EXPORT void cudamux_yield(void) {
   if (wp == nullptr || wp->current == nullptr) {
     // Barrier-free and split blocks cannot switch threads here: a spinning OS thread gives
     // its core to the others (blocks it may wait for; cooperative grids have more threads
-    // than cores).
+    // than cores). When another block failed the launch, the spinning block ends as the
+    // fibers' scheduler ends it (nothing it waits for may ever come): run_direct catches this.
+    if (wp != nullptr && wp->direct && wp->launch != nullptr && wp->launch->abort != nullptr &&
+        __atomic_load_n(wp->launch->abort, __ATOMIC_RELAXED) != 0) {
+      wp->abort = -1;  // not this block's failure
+      throw BlockAbort{};
+    }
     sched_yield();
     return;
   }

@@ -129,9 +129,10 @@ unsigned long long cudamux_globaltimer(void);  // nanoseconds, steady
 // cudaGraphSetConditional (issue 16): sets the value of a conditional graph node's handle
 // (a CUgraphConditionalHandle of the core). The entry PTX-compiled code calls too.
 void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);
-// A yield point of kernel code (nanosleep, a failed mbarrier wait, a spin-wait loop): on fibers
-// the calling thread lets the other threads of its block run first; elsewhere (barrier-free or
-// split blocks) the OS thread yields now and then, so that blocks on other threads progress.
+// A yield point of kernel code (nanosleep, an mbarrier wait, a spin-wait poll): on fibers the
+// calling thread lets the other threads of its block run first; elsewhere (barrier-free or
+// split blocks) the OS thread yields, so that blocks on other threads progress. Either way it
+// does not return (it unwinds the block) once another block has failed the launch.
 void cudamux_yield(void);
 // nanosleep / __nanosleep(ns): a yield point, then the calling thread waits until about ns
 // (at most 1 ms, as on a GPU) have passed since the call.

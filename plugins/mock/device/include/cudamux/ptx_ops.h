@@ -2814,8 +2814,9 @@ extern "C" __thread unsigned long long cudamux_block_serial
     __attribute__((tls_model("initial-exec")));
 namespace cudamux::ptx {
 
-// nanosleep, a spin-wait loop's poll, a failed mbarrier wait: the other threads of the block
-// run first (fibers), or the OS thread yields now and then (barrier-free code).
+// nanosleep, a spin-wait loop's poll, an mbarrier wait: the other threads of the block run
+// first (fibers); outside fibers (split twins, once per pass that only polled) the OS thread
+// gives its core away, or the block ends when another block failed the launch.
 inline void yield() { cudamux_yield(); }
 inline void nanosleep(u32 ns) { cudamux_nanosleep(ns); }
 
@@ -2884,13 +2885,13 @@ inline void mbarrier_complete_tx(void* addr, u32 bytes) {
   (void)mbar::update(addr, 0, false, -static_cast<s64>(bytes));
 }
 // test_wait / try_wait: has the phase of `token` (or, .parity, the phase with that parity)
-// completed? A false answer is a yield point: spinning callers let the others arrive.
+// completed? It does not block: the emitted code puts a yield point before every wait (fibers:
+// the others run first; split twins: a stop), and a caller that loops until the phase completes
+// (nvcc's wait loops) reaches that yield point again after each false answer.
 inline bool mbarrier_test(void* addr, u64 token_or_parity, bool parity) {
   const u64 now = __atomic_load_n(static_cast<const u64*>(addr), __ATOMIC_ACQUIRE) >> 63;
   const u64 waited = parity ? (token_or_parity & 1u) : (token_or_parity >> 63);
-  if (now != waited) return true;
-  yield();
-  return (__atomic_load_n(static_cast<const u64*>(addr), __ATOMIC_ACQUIRE) >> 63) != waited;
+  return now != waited;
 }
 inline u32 mbarrier_pending_count(u64 token) { return static_cast<u32>(mbar::pending(token)); }
 
