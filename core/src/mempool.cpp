@@ -86,6 +86,9 @@ namespace {
 
 constexpr std::size_t kPoolAlignment = 512;         // every block starts and ends on it
 constexpr std::uint32_t kShareMagic = 0x6c6f6f70u;  // "pool"
+// In an exported pool's record (ShareRecord::size, unused for pools): a host NUMA pool, its node
+// in the low 32 bits.
+constexpr std::uint64_t kHostNumaPoolTag = std::uint64_t{1} << 63;
 
 // cuMemFreeAsync of cuMemAlloc memory: released once its event has completed.
 struct Deferred {
@@ -947,10 +950,15 @@ CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown usage bits");
   for (unsigned char c : props->reserved)
     if (c != 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "reserved bytes must be zero");
-  // Host and managed pools are not IPC capable; managed ones have no maximum size and no usage
-  // (NVIDIA's driver 580 refuses each with INVALID_VALUE).
-  if (!core::device_pinned(props->location, props->allocType) && types != 0)
-    return reject(CUDA_ERROR_INVALID_VALUE, fn, "host and managed pools have no handle types");
+  // Pools of the host (HOST location) and managed pools are not IPC capable, those of a host NUMA
+  // node are (what cuda.core's IPC-enabled pinned memory resource creates); managed pools have no
+  // maximum size and no usage (NVIDIA's driver 580 on an H100 refuses each with INVALID_VALUE).
+  const bool ipc_capable = core::device_pinned(props->location, props->allocType) ||
+                           (props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                            props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA);
+  if (!ipc_capable && types != 0)
+    return reject(CUDA_ERROR_INVALID_VALUE, fn,
+                  "pools of the host location and managed pools have no handle types");
   if (props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED && (props->maxSize != 0 || props->usage))
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "managed pools have no maxSize and no usage");
   auto p = std::make_unique<MemPool>();
@@ -1324,6 +1332,9 @@ CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
     rec.pid = getpid();
     rec.uid = p->uid;
     rec.base = static_cast<std::uint64_t>(p->device);
+    // A host NUMA pool: its node, so that another process's view is a host pool.
+    if (p->props.location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+      rec.size = core::kHostNumaPoolTag | static_cast<std::uint32_t>(p->props.location.id);
   }
   const int fd = memfd_create("cudamux-mempool", MFD_CLOEXEC);
   if (fd < 0) return reject(CUDA_ERROR_OUT_OF_MEMORY, fn, "memfd_create failed");
@@ -1373,16 +1384,22 @@ CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle
   if (rec.pid != getpid()) {
     // Another process's pool: a view that imports its pointers (their blocks are mapped
     // through the backend's IPC memory handles, cuMemPoolImportPointer).
+    const bool host_numa = (rec.size & core::kHostNumaPoolTag) == core::kHostNumaPoolTag;
     int count = 0;
     if (CUresult r = impl::cuDeviceGetCount(&count)) return r;
-    if (rec.base >= static_cast<std::uint64_t>(count))
+    if (!host_numa && rec.base >= static_cast<std::uint64_t>(count))
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "the exported pool's device does not exist here");
     auto p = std::make_unique<MemPool>();
-    p->device = static_cast<int>(rec.base);
     p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     p->props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    p->props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p->props.location.id = p->device;
+    if (host_numa) {
+      p->device = -1;
+      p->props.location = {CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                           static_cast<int>(rec.size & 0xffffffffu)};
+    } else {
+      p->device = static_cast<int>(rec.base);
+      p->props.location = {CU_MEM_LOCATION_TYPE_DEVICE, p->device};
+    }
     p->imported = true;
     p->origin_pid = static_cast<pid_t>(rec.pid);
     p->origin_uid = rec.uid;

@@ -865,6 +865,48 @@ TEST_F(MemPool, HostAndManagedPools) {
   ASSERT_OK(cuStreamDestroy_v2(s));
 }
 
+// Pinned pools of a host NUMA node take POSIX handles, those of the HOST location and managed
+// pools do not: what cuda.core's IPC-enabled pinned memory resource creates (NVIDIA's driver 580 on
+// an H100, build-gsamples/numapool.c of 2026-11-27, which also reports host NUMA node 0).
+TEST_F(MemPool, HostNumaPoolsAreIpcCapable) {
+  int node = -1;
+  const CUresult asked = cuDeviceGetAttribute(&node, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev);
+  if (asked == CUDA_ERROR_NOT_SUPPORTED)  // hip: HIP 5.2 cannot answer it
+    GTEST_SKIP() << "the backend cannot name the host NUMA node";
+  ASSERT_OK(asked);
+  if (node < 0) GTEST_SKIP() << "the host has no NUMA node (HOST_NUMA_ID -1)";
+  int supported = 0;
+  ASSERT_OK(
+      cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED, dev));
+  EXPECT_EQ(supported, 1);
+  CUmemPoolProps p = located_props(CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_HOST, 0);
+  p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemoryPool pool = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolCreate(&pool, &p));
+  p = located_props(CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_HOST_NUMA, node);
+  p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  ASSERT_OK(cuMemPoolCreate(&pool, &p));
+  CUstream s = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr block = 0;
+  ASSERT_OK(cuMemAllocFromPoolAsync(&block, 4096, pool, s));
+  ASSERT_OK(cuMemsetD32Async(block, 0x600df00d, 1024, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  // Pinned host memory: the host reads what the stream wrote.
+  EXPECT_EQ(reinterpret_cast<const unsigned*>(block)[1023], 0x600df00du);
+  int fd = -1;
+  ASSERT_OK(
+      cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  EXPECT_GE(fd, 0);
+  CUmemPoolPtrExportData data{};
+  ASSERT_OK(cuMemPoolExportPointer(&data, block));
+  if (fd >= 0) close(fd);
+  ASSERT_OK(cuMemFreeAsync(block, s));
+  ASSERT_OK(cuStreamSynchronize(s));
+  ASSERT_OK(cuStreamDestroy_v2(s));
+  ASSERT_OK(cuMemPoolDestroy(pool));
+}
+
 TEST_F(MemPool, ErrorCases) {
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, 0));

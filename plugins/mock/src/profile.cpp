@@ -149,7 +149,9 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(NUMA_ID, -1),
     ROW(MULTICAST_SUPPORTED, 0),
     ROW(MPS_ENABLED, 0),
-    ROW(HOST_NUMA_ID, -1),  // the mock does not know the host topology
+    // Node 0, which every Linux host has and the core's host NUMA pools accept (an H100 on a
+    // one-node host answers 0 too: driver 580, 2026-11-27).
+    ROW(HOST_NUMA_ID, 0),
     ROW(D3D12_CIG_SUPPORTED, 0),
     ROW(MEM_DECOMPRESS_ALGORITHM_MASK, 0),
     ROW(MEM_DECOMPRESS_MAXIMUM_LENGTH, 0),
@@ -157,7 +159,7 @@ constexpr AttributeRow kBaseTable[] = {
     ROW(GPU_PCI_DEVICE_ID, 0x233010DE),  // device 0x2330 (H100 SXM5 80GB) << 16 | NVIDIA
     ROW(GPU_PCI_SUBSYSTEM_ID, 0x16C110DE),
     ROW(HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
-    ROW(HOST_NUMA_MEMORY_POOLS_SUPPORTED, 0),
+    ROW(HOST_NUMA_MEMORY_POOLS_SUPPORTED, 1),  // HOST_NUMA pools in the core's pools
     ROW(HOST_NUMA_MULTINODE_IPC_SUPPORTED, 0),
     ROW(HOST_MEMORY_POOLS_SUPPORTED, 1),  // pinned host pools in the core's pools
     ROW(HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
