@@ -267,9 +267,12 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   p.size = size;
   p.prop = *prop;
   core::Core& c = core::Core::get();
-  if (CUresult r = c.map(
-          vm->create(c.backend_ordinal(device), size, prop->requestedHandleTypes, p.backend), fn))
+  unsigned char compression = prop->allocFlags.compressionType;
+  if (CUresult r = c.map(vm->create(c.backend_ordinal(device), size, prop->requestedHandleTypes,
+                                    compression, p.backend),
+                         fn))
     return r;
+  p.prop.allocFlags.compressionType = compression;  // what the device gave (CUDA's query)
   core::State& s = core::state();
   std::lock_guard lock(s.mutex);
   const CUmemGenericAllocationHandle h = (s.next++ << 8) | 0xc8;  // never 0

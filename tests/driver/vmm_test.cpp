@@ -140,6 +140,48 @@ TEST_F(Vmm, MappedMemoryIsDeviceMemory) {
   ASSERT_OK(cuMemAddressFree(base, 2 * g));
 }
 
+// Compressible memory (NVIDIA's cudaCompressibleMemory asks for it and checks what it got): the
+// allocation's properties say what the device gave, which a device may make plain memory; the mock
+// gives what was asked (it reads and writes as any memory).
+TEST_F(Vmm, CompressibleAllocationsReportWhatTheyGot) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  int supported = 0;
+  ASSERT_OK(
+      cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED, dev));
+  if (!supported) GTEST_SKIP() << "the device has no generic compression";
+  const size_t g = granularity_of(dev);
+  CUmemAllocationProp prop = device_prop(dev);
+  prop.allocFlags.compressionType = CU_MEM_ALLOCATION_COMP_GENERIC;
+  CUmemGenericAllocationHandle compressible = 0, plain = 0;
+  ASSERT_OK(cuMemCreate(&compressible, g, &prop, 0));
+  const CUmemAllocationProp plain_prop = device_prop(dev);
+  ASSERT_OK(cuMemCreate(&plain, g, &plain_prop, 0));
+  CUmemAllocationProp got{};
+  ASSERT_OK(cuMemGetAllocationPropertiesFromHandle(&got, compressible));
+  if (backend() == "mock") {
+    EXPECT_EQ(got.allocFlags.compressionType, CU_MEM_ALLOCATION_COMP_GENERIC);
+  } else {
+    EXPECT_TRUE(got.allocFlags.compressionType == CU_MEM_ALLOCATION_COMP_GENERIC ||
+                got.allocFlags.compressionType == CU_MEM_ALLOCATION_COMP_NONE);
+  }
+  ASSERT_OK(cuMemGetAllocationPropertiesFromHandle(&got, plain));
+  EXPECT_EQ(got.allocFlags.compressionType, CU_MEM_ALLOCATION_COMP_NONE);
+  // Mapped, compressible memory holds what is written to it.
+  CUdeviceptr base = 0;
+  ASSERT_OK(cuMemAddressReserve(&base, g, 0, 0, 0));
+  ASSERT_OK(cuMemMap(base, g, 0, compressible, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(base, g, &rw, 1));
+  ASSERT_OK(cuMemsetD32_v2(base, 0xc0ffee, g / 4));
+  unsigned last = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&last, base + g - 4, 4));
+  EXPECT_EQ(last, 0xc0ffeeu);
+  ASSERT_OK(cuMemUnmap(base, g));
+  ASSERT_OK(cuMemAddressFree(base, g));
+  ASSERT_OK(cuMemRelease(compressible));
+  ASSERT_OK(cuMemRelease(plain));
+}
+
 TEST_F(Vmm, MapRulesAreEnforced) {
   CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
   const size_t g = granularity_of(dev);

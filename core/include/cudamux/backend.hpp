@@ -55,7 +55,8 @@ namespace cudamux::backend {
 //     argument of Queue::capture_graph and Queue::conditional (conditional nodes run by the
 //     device)
 // 11: NativePools, Backend::native_pools, Queue::allocate_from_pool / free_to_pool
-//     (stream-ordered pools of the device's own driver; issue 16)
+//     (stream-ordered pools of the device's own driver; issue 16); the compression argument of
+//     VirtualMemory::create
 inline constexpr std::uint32_t kAbiVersion = 11;
 
 // Names of the symbols every plugin exports (extern "C"):
@@ -658,8 +659,10 @@ class VirtualMemory {
                          std::uintptr_t& out) = 0;
   virtual Status free_range(std::uintptr_t base, std::size_t size) = 0;
   // Physical memory of `size` bytes on `ordinal`; the handle is the backend's own.
+  // `compression`: in, the CU_MEM_ALLOCATION_COMP_* asked for; out, what the memory is (a device
+  // may give plain memory where compression was asked, as CUDA allows).
   virtual Status create(int ordinal, std::size_t size, unsigned shareable,
-                        std::uint64_t& handle) = 0;
+                        unsigned char& compression, std::uint64_t& handle) = 0;
   virtual Status release(std::uint64_t handle) = 0;
   // [va, va+size) of a reservation shows [offset, offset+size) of the physical memory; no
   // device may access it until set_access.

@@ -166,7 +166,10 @@ namespace cudamux::cuda {
   X(cuMemCreate)                        \
   X(cuMemRelease)                       \
   X(cuMemMap)                           \
-  X(cuMemUnmap) X(cuMemSetAccess) X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)
+  X(cuMemUnmap)                         \
+  X(cuMemSetAccess)                     \
+  X(cuMemExportToShareableHandle)       \
+  X(cuMemImportFromShareableHandle) X(cuMemGetAllocationPropertiesFromHandle)
 
 struct NvidiaApi {
 #define CUDAMUX_NVIDIA_MEMBER(name) decltype(&::name) name = nullptr;

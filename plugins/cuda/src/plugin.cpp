@@ -1194,13 +1194,19 @@ class NvidiaVirtualMemory final : public be::VirtualMemory {
   be::Status free_range(std::uintptr_t base, std::size_t size) override {
     return status(api_.cuMemAddressFree(base, size));
   }
-  be::Status create(int ordinal, std::size_t size, unsigned shareable,
+  be::Status create(int ordinal, std::size_t size, unsigned shareable, unsigned char& compression,
                     std::uint64_t& handle) override {
     CUmemAllocationProp prop = prop_of(ordinal, shareable);
+    prop.allocFlags.compressionType = compression;
     CUmemGenericAllocationHandle h = 0;
     const CUresult r = api_.cuMemCreate(&h, size, &prop, 0);
     handle = h;
-    return status(r);
+    if (r != CUDA_SUCCESS) return status(r);
+    // NVIDIA may give plain memory where compression was asked: what it gave.
+    CUmemAllocationProp given{};
+    if (api_.cuMemGetAllocationPropertiesFromHandle(&given, h) == CUDA_SUCCESS)
+      compression = given.allocFlags.compressionType;
+    return be::kOk;
   }
   be::Status release(std::uint64_t handle) override { return status(api_.cuMemRelease(handle)); }
   be::Status map(std::uintptr_t va, std::size_t size, std::size_t offset,

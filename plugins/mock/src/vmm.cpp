@@ -59,8 +59,11 @@ backend::Status MockVirtualMemory::free_range(std::uintptr_t base, std::size_t s
 }
 
 backend::Status MockVirtualMemory::create(int, std::size_t size, unsigned shareable,
-                                          std::uint64_t& handle) {
+                                          unsigned char& compression, std::uint64_t& handle) {
   if (shareable & CU_MEM_HANDLE_TYPE_FABRIC) return st(CUDA_ERROR_NOT_SUPPORTED);
+  // Compressible memory reads and writes as any other; the mock keeps what was asked, so that a
+  // program checking it (NVIDIA's cudaCompressibleMemory) sees what a GPU that has it answers.
+  if (compression != CU_MEM_ALLOCATION_COMP_GENERIC) compression = CU_MEM_ALLOCATION_COMP_NONE;
   const int fd = ::memfd_create("cudamux-vmm", MFD_CLOEXEC);
   if (fd < 0) return st(CUDA_ERROR_OUT_OF_MEMORY);
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {

@@ -22,7 +22,7 @@ class MockVirtualMemory final : public backend::VirtualMemory {
                           std::uintptr_t& out) override;
   backend::Status free_range(std::uintptr_t base, std::size_t size) override;
   backend::Status create(int ordinal, std::size_t size, unsigned shareable,
-                         std::uint64_t& handle) override;
+                         unsigned char& compression, std::uint64_t& handle) override;
   backend::Status release(std::uint64_t handle) override;
   backend::Status map(std::uintptr_t va, std::size_t size, std::size_t offset,
                       std::uint64_t handle) override;
