@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -138,6 +139,63 @@ TEST_F(Vmm, MappedMemoryIsDeviceMemory) {
   ASSERT_OK(cuMemRelease(a));
   ASSERT_OK(cuMemRelease(b));
   ASSERT_OK(cuMemAddressFree(base, 2 * g));
+}
+
+// A reservation is one range of addresses however many allocations back it: copies and memsets
+// run from one mapping into the next (NVIDIA's vectorAddMMAP maps its buffers so; PyTorch's
+// expandable segments put tensors across such seams). Only mapped, accessible memory counts.
+TEST_F(Vmm, CopiesAndMemsetsRunAcrossTheSeamOfTwoMappings) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GE(g, 16384u);
+  CUdeviceptr base = 0;
+  ASSERT_OK(cuMemAddressReserve(&base, 3 * g, 0, 0, 0));  // the third granule stays unmapped
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle a = 0, b = 0;
+  ASSERT_OK(cuMemCreate(&a, g, &prop, 0));
+  ASSERT_OK(cuMemCreate(&b, g, &prop, 0));
+  ASSERT_OK(cuMemMap(base, g, 0, a, 0));
+  ASSERT_OK(cuMemMap(base + g, g, 0, b, 0));
+  ASSERT_OK(cuMemRelease(a));
+  ASSERT_OK(cuMemRelease(b));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(base, 2 * g, &rw, 1));
+
+  ASSERT_OK(cuMemsetD32_v2(base, 0x5a5a5a5au, 2 * g / 4));  // both mappings in one call
+  constexpr size_t kWindow = 8192;                          // half on each side of the seam
+  const CUdeviceptr seam = base + g - kWindow / 2;
+  std::vector<unsigned char> pattern(kWindow), back(kWindow + 8);
+  for (size_t i = 0; i < kWindow; ++i) pattern[i] = static_cast<unsigned char>(i * 13 + 1);
+  ASSERT_OK(cuMemcpyHtoD_v2(seam, pattern.data(), kWindow));
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), seam - 4, kWindow + 8));
+  EXPECT_EQ(std::vector<unsigned char>(back.begin() + 4, back.end() - 4), pattern);
+  EXPECT_EQ(back[0], 0x5a) << "before the window: the memset's";
+  EXPECT_EQ(back[kWindow + 7], 0x5a) << "after the window: the memset's";
+
+  // Device to device, out of the seam into the first mapping and back across it.
+  ASSERT_OK(cuMemcpyDtoD_v2(base, seam, kWindow));
+  std::fill(back.begin(), back.end(), 0);
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), base, kWindow));
+  EXPECT_EQ(std::vector<unsigned char>(back.begin(), back.begin() + kWindow), pattern);
+  ASSERT_OK(cuMemsetD8_v2(seam, 0x77, kWindow));
+  ASSERT_OK(cuMemcpyDtoD_v2(seam, base, kWindow));
+  std::fill(back.begin(), back.end(), 0);
+  // Unified addressing (cuMemcpy) reads across the seam as well.
+  ASSERT_OK(cuMemcpy(reinterpret_cast<CUdeviceptr>(back.data()), seam, kWindow));
+  EXPECT_EQ(std::vector<unsigned char>(back.begin(), back.begin() + kWindow), pattern);
+  // A 2D memset whose rows straddle the seam.
+  ASSERT_OK(cuMemsetD2D8_v2(seam, 1024, 0x33, 512, 8));
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), seam + 7 * 1024, 4));
+  EXPECT_EQ(back[0], 0x33);
+
+  // Past the second mapping the range is not mapped: cudamux refuses the copy (NVIDIA's driver
+  // leaves it undefined).
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemcpyHtoD_v2(base + 2 * g - kWindow / 2, pattern.data(), kWindow));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemsetD8_v2(base + g, 0, g + 1));
+
+  ASSERT_OK(cuMemUnmap(base, 2 * g));
+  ASSERT_OK(cuMemAddressFree(base, 3 * g));
 }
 
 TEST_F(Vmm, MapRulesAreEnforced) {
