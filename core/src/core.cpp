@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <new>
 #include <utility>
 
@@ -240,6 +241,20 @@ const Allocation* Core::find_allocation(std::uintptr_t ptr, std::size_t bytes) c
   if (ptr < a.base || ptr - a.base >= a.size) return nullptr;
   if (bytes > a.size - (ptr - a.base)) return nullptr;
   return &a;
+}
+
+const Allocation* Core::find_span(std::uintptr_t ptr, std::size_t bytes) const noexcept {
+  if (const Allocation* a = find_allocation(ptr, bytes)) return a;
+  const Allocation* first = find_allocation(ptr);
+  std::uintptr_t end = 0;
+  if (!first || !first->virtual_mapping || __builtin_add_overflow(ptr, bytes, &end)) return nullptr;
+  std::uintptr_t covered = first->base + first->size;
+  for (auto it = std::next(allocations.find(first->base)); covered < end; ++it) {
+    if (it == allocations.end() || it->first != covered || !it->second.virtual_mapping)
+      return nullptr;
+    covered += it->second.size;
+  }
+  return first;
 }
 
 CUresult reject(CUresult result, const char* function, const char* why) noexcept {

@@ -234,6 +234,11 @@ class Core {
   std::map<std::uintptr_t, Allocation> allocations;
   // Containing allocation of [ptr, ptr+bytes), if any. Caller holds alloc_mutex.
   const Allocation* find_allocation(std::uintptr_t ptr, std::size_t bytes = 1) const noexcept;
+  // The allocation holding ptr when [ptr, ptr+bytes) lies inside it or, from a mapping of
+  // virtual memory management, runs on through mappings that follow it without a gap: a
+  // reserved range is one buffer to copies and memsets whatever allocations back it (CUDA's
+  // VMM; NVIDIA's vectorAddMMAP stripes a buffer over devices so). Caller holds alloc_mutex.
+  const Allocation* find_span(std::uintptr_t ptr, std::size_t bytes) const noexcept;
 
   // Held shared while another context's queues are waited on (quiesce_all_contexts), and
   // exclusively while a context is destroyed, so a context is never freed mid-wait.

@@ -50,14 +50,15 @@ struct Side {
 };
 
 // Classifies [addr, addr+extent). `must_be_device`: the API names this side a
-// device pointer, so it must lie inside one device-accessible allocation.
+// device pointer, so it must lie inside one device-accessible allocation (or adjoining
+// mappings of one virtual range, Core::find_span).
 CUresult classify(std::uintptr_t addr, std::size_t extent, bool must_be_device, Side& out,
                   const char* fn) {
   if (addr == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null pointer");
   Core& core = Core::get();
   std::shared_lock lock(core.alloc_mutex);
   out.addr = addr;
-  if (const Allocation* a = core.find_allocation(addr, extent ? extent : 1)) {
+  if (const Allocation* a = core.find_span(addr, extent ? extent : 1)) {
     out.kind = mem_kind(a->kind);
     out.device = a->kind == AllocKind::device || a->kind == AllocKind::managed ? a->device : -1;
     return CUDA_SUCCESS;

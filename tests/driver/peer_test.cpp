@@ -4,6 +4,7 @@
 // simpleP2P and simpleMultiGPU samples do, with kernels compiled by NVRTC.
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -471,6 +472,65 @@ TEST_F(Peer, KernelsReadPeerMemory) {
   ASSERT_OK(cuModuleUnload(m1));
   ASSERT_OK(cuMemFree_v2(on1));
   ASSERT_OK(cuCtxSetCurrent(ctx));
+}
+
+// vectorAddMMAP: one reserved range backed by a stripe on each device, mapped for device 0
+// only (cuMemSetAccess stands for peer access), is one buffer to copies and to device 0's
+// kernels, across the seam between the stripes.
+TEST_F(Peer, VmmStripesOnTwoDevicesAreOneBuffer) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", "the hip backend offers no virtual memory management yet");
+  REQUIRE_TWO_DEVICES();
+  int can = 0, vmm = 0;
+  ASSERT_OK(cuDeviceCanAccessPeer(&can, 0, 1));
+  ASSERT_OK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+  if (!can || !vmm) GTEST_SKIP() << "device 0 cannot map device 1's memory here";
+  ASSERT_FALSE(kernel_image().empty()) << "NVRTC compiled nothing";
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  size_t stripe = 0;
+  for (CUdevice d : {0, 1}) {
+    size_t g = 0;
+    prop.location.id = d;
+    ASSERT_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    stripe = std::max(stripe, g);
+  }
+  ASSERT_GT(stripe, 0u);
+  CUdeviceptr in = 0, out = 0;
+  for (CUdeviceptr* range : {&in, &out}) {
+    ASSERT_OK(cuMemAddressReserve(range, 2 * stripe, 0, 0, 0));
+    for (CUdevice d : {0, 1}) {
+      CUmemGenericAllocationHandle h = 0;
+      prop.location.id = d;
+      ASSERT_OK(cuMemCreate(&h, stripe, &prop, 0));
+      ASSERT_OK(cuMemMap(*range + static_cast<size_t>(d) * stripe, stripe, 0, h, 0));
+      ASSERT_OK(cuMemRelease(h));
+    }
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = 0;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ASSERT_OK(cuMemSetAccess(*range, 2 * stripe, &access, 1));
+  }
+  const int n = static_cast<int>(3 * stripe / 2 / sizeof(float));  // into the second stripe
+  std::vector<float> host(static_cast<size_t>(n)), back(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) host[static_cast<size_t>(i)] = static_cast<float>(i % 4099) - 7.0f;
+  ASSERT_OK(cuMemcpyHtoD_v2(in, host.data(), n * sizeof(float)));
+  CUmodule m = nullptr;
+  CUfunction scale = load_kernel(m, "scale");
+  ASSERT_NE(scale, nullptr);
+  int count = n;
+  void* args[] = {&in, &out, &count};
+  ASSERT_OK(cuLaunchKernel(scale, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
+  ASSERT_OK(cuCtxSynchronize());
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), out, n * sizeof(float)));
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(back[static_cast<size_t>(i)], host[static_cast<size_t>(i)] * 2.0f) << i;
+  ASSERT_OK(cuModuleUnload(m));
+  for (CUdeviceptr range : {in, out}) {
+    ASSERT_OK(cuMemUnmap(range, 2 * stripe));
+    ASSERT_OK(cuMemAddressFree(range, 2 * stripe));
+  }
 }
 
 // simpleMultiGPU: every device reduces its share of the data on its own stream, the host adds
