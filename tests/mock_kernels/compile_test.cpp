@@ -169,6 +169,22 @@ TEST_F(MockCompile, GivenToolkitHeadersAreTheMocksStandIns) {
   EXPECT_TRUE(c.result.success) << c.result.log;
 }
 
+// Dynamic parallelism (a kernel launched from device code, CuPy's test_dynamical_parallelism)
+// is not implemented: the log says so in those words, not only g++'s parse error.
+TEST_F(MockCompile, DeviceSideLaunchIsRefusedInPlainWords) {
+  be::CompileOptions o;
+  o.relocatable = true;
+  auto c = compile(R"(
+__global__ void child(float* x) { x[threadIdx.x] = 1.0f; }
+__global__ void parent(float* x) { child<<<1, 32>>>(x); }
+)",
+                   o, {}, {}, "cdp.cu");
+  ASSERT_TRUE(c.status.ok());
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(c.result.log.find("dynamic parallelism) is not supported"), std::string::npos)
+      << c.result.log;
+}
+
 TEST_F(MockCompile, NameExpressionsGiveItaniumLoweredNames) {
   auto m = build(R"(
 namespace ns {

@@ -1906,6 +1906,20 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     return status(CUDA_ERROR_OPERATING_SYSTEM);
   }
   if (run.exit_code != 0) {
+    // A kernel launched from device code (dynamic parallelism, `k<<<g, b>>>(...)` in a kernel)
+    // has no CPU form in the mock; g++ only says "expected primary-expression before '<'".
+    if (!generated && code_view(src_as_written).find("<<<") != std::string::npos) {
+      result.log += name +
+                    ": error: launching a kernel from device code (<<<...>>>, dynamic "
+                    "parallelism) is not supported by cudamux's mock backend\n";
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        log_->warn(
+            "mock compiler: {}: kernel launches from device code (dynamic parallelism) are not "
+            "supported",
+            name);
+      });
+    }
     // The log's head: a program compiled by a library (Jitify, CuPy's own routines) may give
     // its user only "compilation failed".
     constexpr std::size_t kLogHead = 4000;
