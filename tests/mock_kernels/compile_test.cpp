@@ -161,12 +161,29 @@ TEST_F(MockCompile, GivenToolkitHeadersAreTheMocksStandIns) {
   const std::string toolkit_api =
       "#define cudaDeviceSynchronize() cudaSuccess\n"
       "extern cudaError_t cudaDeviceSynchronize(void);\n";
-  auto c = compile(
+  const std::string program =
       "#include <cuda_runtime_api.h>\n#include \"own.cuh\"\n"
-      "extern \"C\" __global__ void k(int* p) { p[0] = kOwn; }\n",
-      {}, {}, {{"cuda_runtime_api.h", toolkit_api}, {"own.cuh", "constexpr int kOwn = 5;\n"}});
-  ASSERT_TRUE(c.status.ok());
-  EXPECT_TRUE(c.result.success) << c.result.log;
+      "extern \"C\" __global__ void k(int* p) { p[0] = kOwn; }\n";
+  // As Jitify compiles: no include folder at all (with one, the stand-ins come first on the
+  // search path and the given header is never read), every header given.
+  be::CompileRequest r;
+  r.source = program;
+  r.name = "jitify_like.cu";
+  r.headers = {{"cuda_runtime_api.h", toolkit_api}, {"own.cuh", "constexpr int kOwn = 5;\n"}};
+  be::CompileResult result;
+  ASSERT_TRUE(backend->compiler()->compile(r, result).ok());
+  ASSERT_TRUE(result.success) << result.log;
+  std::unique_ptr<be::Module> m;
+  ASSERT_EQ(cu(ctx->load_module(be::native_image(result.image.data()), m)), CUDA_SUCCESS);
+  auto* f = m->function("k");
+  ASSERT_NE(f, nullptr);
+  auto* d = dev<int>(1);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, f, {1}, {1}, 0, d), CUDA_SUCCESS);
+  int out = 0;
+  ASSERT_EQ(cu(q->copy(copy_1d(&out, d, sizeof out))), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(out, 5);  // the program's own given header is used as given
 }
 
 // Dynamic parallelism (a kernel launched from device code, CuPy's test_dynamical_parallelism)
