@@ -79,7 +79,9 @@ constexpr std::array kErrors{
       "the handle is not valid (wrong type, destroyed, or never created)"),
     E(CUDA_ERROR_ILLEGAL_STATE, "the resource is not in a state that allows this operation"),
     E(CUDA_ERROR_LOSSY_QUERY, "the query cannot be answered without losing information"),
-    E(CUDA_ERROR_NOT_FOUND, "the named symbol or resource was not found"),
+    // NVIDIA's own words, which programs match: CuPy's tests expect "named symbol not found"
+    // from cuModuleGetFunction of a name the module lacks.
+    E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
     E(CUDA_ERROR_NOT_READY, "the asynchronous work has not completed yet"),
     E(CUDA_ERROR_ILLEGAL_ADDRESS,
       "a kernel accessed an illegal memory address; the context is unusable"),

@@ -33,6 +33,16 @@ TEST(Errors, EveryDefinedResultHasItsNameAndADescription) {
   EXPECT_GT(descriptions.size(), std::size(kResults) / 2) << "descriptions are specific";
 }
 
+// Programs match this description (CuPy's test_raw.py reads "named symbol not found" in the
+// error of cuModuleGetFunction for a name the module lacks), so it is NVIDIA's wording.
+// oracle: the same on NVIDIA's driver.
+TEST(Errors, NotFoundSaysNamedSymbolNotFound) {
+  const char* text = nullptr;
+  ASSERT_OK(cuGetErrorString(CUDA_ERROR_NOT_FOUND, &text));
+  ASSERT_NE(text, nullptr);
+  EXPECT_NE(std::strstr(text, "named symbol not found"), nullptr) << text;
+}
+
 TEST(Errors, UnknownValues) {
   std::set<int> defined;
   for (const auto& r : kResults) defined.insert(r.value);

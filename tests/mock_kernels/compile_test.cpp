@@ -84,6 +84,124 @@ TEST_F(MockCompile, ErrorsInProgramHeadersNameTheHeader) {
   EXPECT_NE(c.result.log.find("helpers.cuh:2:"), std::string::npos) << c.result.log;
 }
 
+// Given headers are kept once per text for the process and linked into each compile's folder
+// (Jitify compiles one program hundreds of times, one more header given each round): a name
+// given again with another text must be that text, and a header declaring dynamic shared memory
+// must still be rewritten for the mock when its text comes from the store.
+TEST_F(MockCompile, GivenHeadersAreTheTextsGivenToEachCompile) {
+  const std::string program = R"(
+#include "vals.cuh"
+#include "dyn.cuh"
+extern "C" __global__ void k(int* out) {
+  dyn_buf[threadIdx.x] = kVal;
+  __syncthreads();
+  out[threadIdx.x] = dyn_buf[blockDim.x - 1 - threadIdx.x] + (int)threadIdx.x;
+}
+)";
+  const std::pair<std::string, std::string> dyn{"dyn.cuh", "extern __shared__ int dyn_buf[];\n"};
+  constexpr unsigned kThreads = 64;
+  auto run_with = [&](int value) {
+    auto c = compile(program, {}, {},
+                     {{"vals.cuh", "constexpr int kVal = " + std::to_string(value) + ";\n"}, dyn});
+    EXPECT_TRUE(c.status.ok());
+    EXPECT_TRUE(c.result.success) << c.result.log;
+    if (!c.result.success) return;
+    std::unique_ptr<be::Module> m;
+    ASSERT_EQ(cu(ctx->load_module(be::native_image(c.result.image.data()), m)), CUDA_SUCCESS);
+    auto* f = m->function("k");
+    ASSERT_NE(f, nullptr);
+    auto* d = dev<int>(kThreads);
+    auto q = queue();
+    ASSERT_EQ(launch(*q, f, {1}, {kThreads}, kThreads * sizeof(int), d), CUDA_SUCCESS);
+    std::vector<int> out(kThreads);
+    ASSERT_EQ(cu(q->copy(copy_1d(out.data(), d, kThreads * sizeof(int)))), CUDA_SUCCESS);
+    ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+    for (unsigned i = 0; i < kThreads; ++i) ASSERT_EQ(out[i], value + static_cast<int>(i)) << i;
+  };
+  run_with(1);
+  run_with(2);  // same name, another text
+  run_with(3);
+  run_with(1);  // the first text again
+}
+
+// NVIDIA's NVRTC warns of a variable declared and never used, in the log of a compile that
+// succeeds (CuPy's test_raw.py reads "warning" there); `-w` silences it. The kernel's fission
+// twin and registration, copies and code of ours, add no warning of their own.
+TEST_F(MockCompile, UnusedVariableWarnsAsNvrtcDoes) {
+  const std::string program = R"(extern "C" __global__ void k(float* y) {
+  int unused_j;
+  __shared__ float s[64];
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  y[threadIdx.x] = s[63 - threadIdx.x];
+}
+)";
+  auto c = compile(program, {}, {}, {}, "warn.cu");
+  ASSERT_TRUE(c.status.ok());
+  ASSERT_TRUE(c.result.success) << c.result.log;
+  EXPECT_NE(c.result.log.find("warning"), std::string::npos) << c.result.log;
+  EXPECT_NE(c.result.log.find("warn.cu:2:"), std::string::npos) << c.result.log;
+  EXPECT_NE(c.result.log.find("unused_j"), std::string::npos) << c.result.log;
+  EXPECT_EQ(c.result.log.find("<cudamux"), std::string::npos) << c.result.log;
+  be::CompileOptions quiet;
+  quiet.extra.emplace_back("--disable-warnings");
+  auto q = compile(program, quiet, {}, {}, "warn.cu");
+  ASSERT_TRUE(q.status.ok());
+  ASSERT_TRUE(q.result.success) << q.result.log;
+  EXPECT_EQ(q.result.log.find("warning"), std::string::npos) << q.result.log;
+}
+
+// Jitify (CuPy's jitify=True) hands over the toolkit's headers that a compile reports missing,
+// each after its own `#define cudaDeviceSynchronize() cudaSuccess`. CCCL includes
+// cuda_runtime_api.h under the mock's g++ (NVIDIA's NVRTC skips it), and the toolkit's host
+// declaration then meets that macro: CuPy's Jitify warm-up failed so after ~700 rounds. A given
+// toolkit header is the mock's stand-in, as the toolkit's own are in -I folders; the program's
+// other given headers stay as given.
+TEST_F(MockCompile, GivenToolkitHeadersAreTheMocksStandIns) {
+  const std::string toolkit_api =
+      "#define cudaDeviceSynchronize() cudaSuccess\n"
+      "extern cudaError_t cudaDeviceSynchronize(void);\n";
+  const std::string program =
+      "#include <cuda_runtime_api.h>\n#include \"own.cuh\"\n"
+      "extern \"C\" __global__ void k(int* p) { p[0] = kOwn; }\n";
+  // As Jitify compiles: no include folder at all (with one, the stand-ins come first on the
+  // search path and the given header is never read), every header given.
+  be::CompileRequest r;
+  r.source = program;
+  r.name = "jitify_like.cu";
+  r.headers = {{"cuda_runtime_api.h", toolkit_api}, {"own.cuh", "constexpr int kOwn = 5;\n"}};
+  be::CompileResult result;
+  ASSERT_TRUE(backend->compiler()->compile(r, result).ok());
+  ASSERT_TRUE(result.success) << result.log;
+  std::unique_ptr<be::Module> m;
+  ASSERT_EQ(cu(ctx->load_module(be::native_image(result.image.data()), m)), CUDA_SUCCESS);
+  auto* f = m->function("k");
+  ASSERT_NE(f, nullptr);
+  auto* d = dev<int>(1);
+  auto q = queue();
+  ASSERT_EQ(launch(*q, f, {1}, {1}, 0, d), CUDA_SUCCESS);
+  int out = 0;
+  ASSERT_EQ(cu(q->copy(copy_1d(&out, d, sizeof out))), CUDA_SUCCESS);
+  ASSERT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(out, 5);  // the program's own given header is used as given
+}
+
+// Dynamic parallelism (a kernel launched from device code, CuPy's test_dynamical_parallelism)
+// is not implemented: the log says so in those words, not only g++'s parse error.
+TEST_F(MockCompile, DeviceSideLaunchIsRefusedInPlainWords) {
+  be::CompileOptions o;
+  o.relocatable = true;
+  auto c = compile(R"(
+__global__ void child(float* x) { x[threadIdx.x] = 1.0f; }
+__global__ void parent(float* x) { child<<<1, 32>>>(x); }
+)",
+                   o, {}, {}, "cdp.cu");
+  ASSERT_TRUE(c.status.ok());
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(c.result.log.find("dynamic parallelism) is not supported"), std::string::npos)
+      << c.result.log;
+}
+
 TEST_F(MockCompile, NameExpressionsGiveItaniumLoweredNames) {
   auto m = build(R"(
 namespace ns {

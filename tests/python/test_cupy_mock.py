@@ -76,6 +76,24 @@ template <class T> __global__ void rev(const T* x, T* y, int n) {
     mod.get_function("rev<long long>")((1,), (128,), (src, dst, cp.int32(100)))
     check("RawModule template", np.array_equal(dst.get(), np.arange(100)[::-1]))
 
+    # What CuPy's test_raw.py reads from NVRTC and the driver: the log of a compile that
+    # succeeds reports a variable declared and never used (NVRTC's warning; CuPy's kernel
+    # cache is bypassed here, the mock's own keeps the log), and a name the module lacks is
+    # CUDA's "named symbol not found".
+    from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
+    prog = cupy_nvrtc.createProgram(
+        'extern "C" __global__ void unused_var(float* y) { int j; y[0] = 1.0f; }', "w.cu", [], [])
+    cupy_nvrtc.compileProgram(prog, ["-arch=compute_90"])
+    nvrtc_log = cupy_nvrtc.getProgramLog(prog)
+    cupy_nvrtc.destroyProgram(prog)
+    check("NVRTC log warns of an unused variable", "warning" in nvrtc_log, repr(nvrtc_log))
+    try:
+        mod.get_function("no_such_kernel")
+        check("missing kernel: named symbol not found", False, "get_function did not fail")
+    except cp.cuda.driver.CUDADriverError as e:
+        check("missing kernel: named symbol not found", "named symbol not found" in str(e),
+              str(e))
+
     # Reductions and scans: CuPy's own kernels (shared memory, __syncthreads) and a
     # ReductionKernel over an axis.
     m = rng.integers(-1000, 1000, size=(37, 300)).astype(np.int64)

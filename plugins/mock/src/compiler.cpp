@@ -39,6 +39,10 @@ namespace fs = std::filesystem;
 constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
 constexpr std::string_view kRegistrationFile = "<cudamux kernel registration>";
 constexpr std::string_view kFissionFile = "<cudamux fission>";
+// Around code the mock adds to a program (the warnings it would raise are not the user's).
+constexpr std::string_view kQuietBegin =
+    "#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Wunused-variable\"\n";
+constexpr std::string_view kQuietEnd = "#pragma GCC diagnostic pop\n";
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -270,6 +274,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& code) {
 
 // `extern __shared__ T name[];` -> a view of the block's dynamic shared buffer. Line count kept.
 std::string rewrite_dynamic_shared(const std::string& src) {
+  // Most headers declare no shared memory at all: no scan (Jitify hands over hundreds).
+  if (src.find("__shared__") == std::string::npos) return src;
   const std::string code = code_view(src);
   static const std::regex re(
       R"(\bextern\s+((?:[\w:<>,*\s]|__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)\b__shared__\b((?:[\w:<>,*\s]|__align__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)\b([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
@@ -1042,7 +1048,8 @@ std::size_t translate_preprocessed_asm(std::string& pp, const std::string& progr
               error.empty() ? "" : ": ", error);
     return 0;
   }
-  pp = "# 1 \"<inline PTX>\"\n" + preamble + "\n" + pp;
+  pp = std::string(kQuietBegin) + "# 1 \"<inline PTX>\"\n" + preamble + "\n" +
+       std::string(kQuietEnd) + pp;
   log.debug(
       "mock compiler: {} inline PTX statement(s) of the preprocessed program translated in "
       "{:.0f} ms ({} KiB of text)",
@@ -1202,6 +1209,94 @@ void analyse_kernels(const std::string& src, const std::string& code,
     k.twin = in.twin_name;
     log.debug("mock compiler: kernel {} runs fissioned at its barriers", k.name);
   }
+}
+
+// The headers given to nvrtcCreateProgram, kept once per content for the process; each
+// compile's folder gets hard links to them. Jitify (CuPy's `jitify=True`) compiles a program
+// again and again, one more of CCCL's headers given each round until none is missing (hundreds
+// of rounds, each with every header found so far); written anew every round, the headers'
+// files made most of a round's time the kernel's (ext4's inode allocation scanning the inodes
+// the round before had freed: ~46% of the process's samples, perf, 2026-11-27), and the
+// dynamic-shared rewrite ran on every header again. A link allocates no inode, and the rewrite
+// runs once per distinct text. Linking fails only where the store cannot be made or lies on
+// another file system; the header is then written as before.
+class GivenHeaderStore {
+ public:
+  GivenHeaderStore() = default;
+  GivenHeaderStore(const GivenHeaderStore&) = delete;
+  GivenHeaderStore& operator=(const GivenHeaderStore&) = delete;
+  ~GivenHeaderStore() {
+    // A forked child (Python's multiprocessing) exits with its parent's copy of this object:
+    // the folder is the creating process's to remove.
+    if (dir_.empty() || ::getpid() != owner_) return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Places the given header `text` at `target` (its folders exist), rewritten for the mock.
+  void place(const fs::path& target, const std::string& text) {
+    Hasher h;
+    h.add(text);
+    const std::string digest = h.digest();
+    fs::path stored;
+    {
+      std::lock_guard lock(mu_);
+      if (dir_.empty() && !tried_) {
+        tried_ = true;
+        std::string tmpl = (fs::temp_directory_path() / "cudamux-nvrtc-given-XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) != nullptr) {
+          dir_ = tmpl;
+          owner_ = ::getpid();
+        }
+      }
+      if (!dir_.empty()) {
+        stored = dir_ / digest;
+        if (!stored_.contains(digest)) {
+          if (write_file(stored, rewrite_dynamic_shared(text)))
+            stored_.insert(digest);
+          else
+            stored.clear();
+        }
+      }
+    }
+    if (!stored.empty() && ::link(stored.c_str(), target.c_str()) == 0) return;
+    write_file(target, rewrite_dynamic_shared(text));
+  }
+
+ private:
+  std::mutex mu_;
+  fs::path dir_;
+  pid_t owner_ = 0;
+  bool tried_ = false;
+  std::set<std::string> stored_;  // digests of the texts in dir_
+};
+
+GivenHeaderStore& given_header_store() {
+  static GivenHeaderStore store;
+  return store;
+}
+
+// The text of the mock's own stand-in for a toolkit header given to nvrtcCreateProgram under
+// its name (`cuda_runtime_api.h`, `vector_types.h`, ...), or "" for other names. Jitify gives
+// the toolkit's headers that the mock's compile reports missing: CCCL includes
+// `cuda_runtime_api.h`, which it skips under NVIDIA's NVRTC but not under the mock's g++, and
+// the toolkit's host declarations (`cudaDeviceSynchronize(void)` against Jitify's own
+// `#define cudaDeviceSynchronize()`) do not compile as device code. The stand-ins take their
+// place, as they take the place of the toolkit's headers in `-I` folders. Standard C/C++
+// headers and CCCL (`cuda/...`) are not replaced: Jitify's and the given CCCL are meant.
+std::string toolkit_stand_in(const std::string& name, const std::string& include_dir) {
+  const fs::path rel = fs::path(name).lexically_normal();
+  const std::string n = rel.generic_string();
+  if (rel.is_absolute() || n.empty() || n.starts_with("..") || n.starts_with("cuda/") ||
+      n.starts_with("cudamux/"))
+    return {};
+  static constexpr std::array<std::string_view, 4> kStandard = {"assert.h", "cassert", "cmath",
+                                                                "math.h"};
+  if (std::find(kStandard.begin(), kStandard.end(), n) != kStandard.end()) return {};
+  std::error_code ec;
+  const fs::path builtin = fs::path(include_dir) / rel;
+  if (!fs::is_regular_file(builtin, ec)) return {};
+  return read_file(builtin);
 }
 
 // A given header `cuda/std/__cccl/compiler.h` (Jitify gives CuPy's CCCL headers so) would be
@@ -1445,6 +1540,14 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   // The program's own macros stay out of the precompiled header (one header serves every
   // program; g++ falls back to the plain text if a macro changes what the header means).
   std::vector<std::string> pch_flags(flags.begin(), flags.end());
+  if (!generated) {
+    // NVIDIA's NVRTC warns of a local variable declared and never used (EDG's "#177-D: variable
+    // was declared but never referenced"; CuPy's tests read it in the log of a successful
+    // compile); g++ does only when asked. `-w` (--disable-warnings) silences all of them.
+    const bool no_warnings =
+        std::find(o.extra.begin(), o.extra.end(), "--disable-warnings") != o.extra.end();
+    flags.emplace_back(no_warnings ? "-w" : "-Wunused-variable");
+  }
   for (const auto& [k, v] : o.defines) flags.push_back(v.empty() ? "-D" + k : "-D" + k + "=" + v);
   for (const auto& u : o.undefines) flags.push_back("-U" + u);
 
@@ -1561,14 +1664,18 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   std::string twins;
   std::string pp;  // the preprocessed translation unit, less the prelude
   auto stage1_text = [&] {
+    // Our code (the inline PTX translated before the program, its twins and registration
+    // after) warns of nothing: a message there would name no file of the user's.
     return (asm_preamble.empty() ? std::string()
-                                 : "#line 1 \"<inline PTX>\"\n" + asm_preamble + "\n") +
+                                 : std::string(kQuietBegin) + "#line 1 \"<inline PTX>\"\n" +
+                                       asm_preamble + "\n" + std::string(kQuietEnd)) +
            "#line 1 " + quote(name) + "\n" + src + "\n";
   };
   auto program_text = [&] {
     if (generated) return src;
-    return pp + "\n#line 1 " + quote(kFissionFile) + "\n" + twins + "\n#line 1 " +
-           quote(kRegistrationFile) + "\n" + registration(kernels, request.name_expressions);
+    return pp + "\n" + std::string(kQuietBegin) + "#line 1 " + quote(kFissionFile) + "\n" + twins +
+           "\n#line 1 " + quote(kRegistrationFile) + "\n" +
+           registration(kernels, request.name_expressions);
   };
   // In a folder of its own: the compiler's search from the including file's folder finds
   // nothing of ours.
@@ -1585,7 +1692,9 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   for (const auto& [hn, hc] : request.headers) {
     const fs::path hp = dir / "include" / hn;
     fs::create_directories(hp.parent_path(), ec);
-    write_file(hp, rewrite_dynamic_shared(hc));
+    const std::string stand_in =
+        generated ? std::string() : toolkit_stand_in(hn, files.include_dir);
+    given_header_store().place(hp, stand_in.empty() ? hc : stand_in);
   }
   if (!generated) {
     write_file(markers_h,
@@ -1797,7 +1906,25 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     return status(CUDA_ERROR_OPERATING_SYSTEM);
   }
   if (run.exit_code != 0) {
-    log_->debug("mock compiler: {}: compilation failed ({:.0f} ms)", name, ms);
+    // A kernel launched from device code (dynamic parallelism, `k<<<g, b>>>(...)` in a kernel)
+    // has no CPU form in the mock; g++ only says "expected primary-expression before '<'".
+    if (!generated && code_view(src_as_written).find("<<<") != std::string::npos) {
+      result.log += name +
+                    ": error: launching a kernel from device code (<<<...>>>, dynamic "
+                    "parallelism) is not supported by cudamux's mock backend\n";
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        log_->warn(
+            "mock compiler: {}: kernel launches from device code (dynamic parallelism) are not "
+            "supported",
+            name);
+      });
+    }
+    // The log's head: a program compiled by a library (Jitify, CuPy's own routines) may give
+    // its user only "compilation failed".
+    constexpr std::size_t kLogHead = 4000;
+    log_->debug("mock compiler: {}: compilation failed ({:.0f} ms):\n{}", name, ms,
+                std::string_view(result.log).substr(0, kLogHead));
     result.success = false;
     return be::kOk;
   }
