@@ -181,191 +181,191 @@ TEST_F(Vmm, CompressibleAllocationsReportWhatTheyGot) {
   ASSERT_OK(cuMemAddressFree(base, g));
   ASSERT_OK(cuMemRelease(compressible));
   ASSERT_OK(cuMemRelease(plain));
+}
 
-  // A reservation is one range of addresses however many allocations back it: copies and memsets
-  // run from one mapping into the next (NVIDIA's vectorAddMMAP maps its buffers so; PyTorch's
-  // expandable segments put tensors across such seams). Only mapped, accessible memory counts.
-  TEST_F(Vmm, CopiesAndMemsetsRunAcrossTheSeamOfTwoMappings) {
-    CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
-    const size_t g = granularity_of(dev);
-    ASSERT_GE(g, 16384u);
-    CUdeviceptr base = 0;
-    ASSERT_OK(cuMemAddressReserve(&base, 3 * g, 0, 0, 0));  // the third granule stays unmapped
-    const CUmemAllocationProp prop = device_prop(dev);
-    CUmemGenericAllocationHandle a = 0, b = 0;
-    ASSERT_OK(cuMemCreate(&a, g, &prop, 0));
-    ASSERT_OK(cuMemCreate(&b, g, &prop, 0));
-    ASSERT_OK(cuMemMap(base, g, 0, a, 0));
-    ASSERT_OK(cuMemMap(base + g, g, 0, b, 0));
-    ASSERT_OK(cuMemRelease(a));
-    ASSERT_OK(cuMemRelease(b));
-    const CUmemAccessDesc rw = read_write(dev);
-    ASSERT_OK(cuMemSetAccess(base, 2 * g, &rw, 1));
+// A reservation is one range of addresses however many allocations back it: copies and memsets
+// run from one mapping into the next (NVIDIA's vectorAddMMAP maps its buffers so; PyTorch's
+// expandable segments put tensors across such seams). Only mapped, accessible memory counts.
+TEST_F(Vmm, CopiesAndMemsetsRunAcrossTheSeamOfTwoMappings) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GE(g, 16384u);
+  CUdeviceptr base = 0;
+  ASSERT_OK(cuMemAddressReserve(&base, 3 * g, 0, 0, 0));  // the third granule stays unmapped
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle a = 0, b = 0;
+  ASSERT_OK(cuMemCreate(&a, g, &prop, 0));
+  ASSERT_OK(cuMemCreate(&b, g, &prop, 0));
+  ASSERT_OK(cuMemMap(base, g, 0, a, 0));
+  ASSERT_OK(cuMemMap(base + g, g, 0, b, 0));
+  ASSERT_OK(cuMemRelease(a));
+  ASSERT_OK(cuMemRelease(b));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(base, 2 * g, &rw, 1));
 
-    ASSERT_OK(cuMemsetD32_v2(base, 0x5a5a5a5au, 2 * g / 4));  // both mappings in one call
-    constexpr size_t kWindow = 8192;                          // half on each side of the seam
-    const CUdeviceptr seam = base + g - kWindow / 2;
-    std::vector<unsigned char> pattern(kWindow), back(kWindow + 8);
-    for (size_t i = 0; i < kWindow; ++i) pattern[i] = static_cast<unsigned char>(i * 13 + 1);
-    ASSERT_OK(cuMemcpyHtoD_v2(seam, pattern.data(), kWindow));
-    ASSERT_OK(cuMemcpyDtoH_v2(back.data(), seam - 4, kWindow + 8));
-    EXPECT_EQ(std::vector<unsigned char>(back.begin() + 4, back.end() - 4), pattern);
-    EXPECT_EQ(back[0], 0x5a) << "before the window: the memset's";
-    EXPECT_EQ(back[kWindow + 7], 0x5a) << "after the window: the memset's";
+  ASSERT_OK(cuMemsetD32_v2(base, 0x5a5a5a5au, 2 * g / 4));  // both mappings in one call
+  constexpr size_t kWindow = 8192;                          // half on each side of the seam
+  const CUdeviceptr seam = base + g - kWindow / 2;
+  std::vector<unsigned char> pattern(kWindow), back(kWindow + 8);
+  for (size_t i = 0; i < kWindow; ++i) pattern[i] = static_cast<unsigned char>(i * 13 + 1);
+  ASSERT_OK(cuMemcpyHtoD_v2(seam, pattern.data(), kWindow));
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), seam - 4, kWindow + 8));
+  EXPECT_EQ(std::vector<unsigned char>(back.begin() + 4, back.end() - 4), pattern);
+  EXPECT_EQ(back[0], 0x5a) << "before the window: the memset's";
+  EXPECT_EQ(back[kWindow + 7], 0x5a) << "after the window: the memset's";
 
-    // Device to device, out of the seam into the first mapping and back across it.
-    ASSERT_OK(cuMemcpyDtoD_v2(base, seam, kWindow));
-    std::fill(back.begin(), back.end(), 0);
-    ASSERT_OK(cuMemcpyDtoH_v2(back.data(), base, kWindow));
-    EXPECT_EQ(std::vector<unsigned char>(back.begin(), back.begin() + kWindow), pattern);
-    ASSERT_OK(cuMemsetD8_v2(seam, 0x77, kWindow));
-    ASSERT_OK(cuMemcpyDtoD_v2(seam, base, kWindow));
-    std::fill(back.begin(), back.end(), 0);
-    // Unified addressing (cuMemcpy) reads across the seam as well.
-    ASSERT_OK(cuMemcpy(reinterpret_cast<CUdeviceptr>(back.data()), seam, kWindow));
-    EXPECT_EQ(std::vector<unsigned char>(back.begin(), back.begin() + kWindow), pattern);
-    // A 2D memset whose rows straddle the seam.
-    ASSERT_OK(cuMemsetD2D8_v2(seam, 1024, 0x33, 512, 8));
-    ASSERT_OK(cuMemcpyDtoH_v2(back.data(), seam + 7 * 1024, 4));
-    EXPECT_EQ(back[0], 0x33);
+  // Device to device, out of the seam into the first mapping and back across it.
+  ASSERT_OK(cuMemcpyDtoD_v2(base, seam, kWindow));
+  std::fill(back.begin(), back.end(), 0);
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), base, kWindow));
+  EXPECT_EQ(std::vector<unsigned char>(back.begin(), back.begin() + kWindow), pattern);
+  ASSERT_OK(cuMemsetD8_v2(seam, 0x77, kWindow));
+  ASSERT_OK(cuMemcpyDtoD_v2(seam, base, kWindow));
+  std::fill(back.begin(), back.end(), 0);
+  // Unified addressing (cuMemcpy) reads across the seam as well.
+  ASSERT_OK(cuMemcpy(reinterpret_cast<CUdeviceptr>(back.data()), seam, kWindow));
+  EXPECT_EQ(std::vector<unsigned char>(back.begin(), back.begin() + kWindow), pattern);
+  // A 2D memset whose rows straddle the seam.
+  ASSERT_OK(cuMemsetD2D8_v2(seam, 1024, 0x33, 512, 8));
+  ASSERT_OK(cuMemcpyDtoH_v2(back.data(), seam + 7 * 1024, 4));
+  EXPECT_EQ(back[0], 0x33);
 
-    // Past the second mapping the range is not mapped: cudamux refuses the copy (NVIDIA's driver
-    // leaves it undefined).
-    EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
-                      cuMemcpyHtoD_v2(base + 2 * g - kWindow / 2, pattern.data(), kWindow));
-    EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemsetD8_v2(base + g, 0, g + 1));
+  // Past the second mapping the range is not mapped: cudamux refuses the copy (NVIDIA's driver
+  // leaves it undefined).
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE,
+                    cuMemcpyHtoD_v2(base + 2 * g - kWindow / 2, pattern.data(), kWindow));
+  EXPECT_CU_CUDAMUX(CUDA_ERROR_INVALID_VALUE, cuMemsetD8_v2(base + g, 0, g + 1));
 
-    ASSERT_OK(cuMemUnmap(base, 2 * g));
-    ASSERT_OK(cuMemAddressFree(base, 3 * g));
-  }
+  ASSERT_OK(cuMemUnmap(base, 2 * g));
+  ASSERT_OK(cuMemAddressFree(base, 3 * g));
+}
 
-  TEST_F(Vmm, MapRulesAreEnforced) {
-    CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
-    const size_t g = granularity_of(dev);
-    ASSERT_GT(g, 0u);
-    CUdeviceptr base = 0;
-    ASSERT_OK(cuMemAddressReserve(&base, 2 * g, 0, 0, 0));
-    const CUmemAllocationProp prop = device_prop(dev);
-    CUmemGenericAllocationHandle h = 0;
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g / 2, &prop, 0)) << "not a granule";
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g, &prop, 1)) << "flags";
-    ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base + 4096, g, 0, h, 0)) << "unaligned";
-    // oracle: NVIDIA's driver 580 answers CUDA_ERROR_NOT_SUPPORTED here.
-    EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemMap(base, 2 * g, 0, h, 0)) << "past the allocation";
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base, g, 0, h, 1)) << "flags";
-    ASSERT_OK(cuMemMap(base, g, 0, h, 0));
-    const CUmemAccessDesc rw = read_write(dev);
-    EXPECT_NE(cuMemSetAccess(base, 2 * g, &rw, 1), CUDA_SUCCESS) << "half of it is not mapped";
-    // A range with unmapped space in it unmaps what is mapped there (oracle: NVIDIA's 580).
-    ASSERT_OK(cuMemUnmap(base, 2 * g));
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetAccess(base, g, &rw, 1)) << "no longer mapped";
-    ASSERT_OK(cuMemMap(base, g, 0, h, 0));
-    // Released while mapped: the memory lives until the unmap.
-    ASSERT_OK(cuMemSetAccess(base, g, &rw, 1));
-    ASSERT_OK(cuMemRelease(h));
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRelease(h)) << "released twice";
-    ASSERT_OK(cuMemsetD32_v2(base, 0xabcdef01u, g / 4));
-    unsigned word = 0;
-    ASSERT_OK(cuMemcpyDtoH_v2(&word, base + g - 4, 4));
-    EXPECT_EQ(word, 0xabcdef01u);
-    ASSERT_OK(cuMemUnmap(base, g));
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(base, g)) << "not the reserved size";
-    ASSERT_OK(cuMemAddressFree(base, 2 * g));
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&base, 4095, 0, 0, 0));
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&base, g, 3, 0, 0));
-  }
+TEST_F(Vmm, MapRulesAreEnforced) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  CUdeviceptr base = 0;
+  ASSERT_OK(cuMemAddressReserve(&base, 2 * g, 0, 0, 0));
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle h = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g / 2, &prop, 0)) << "not a granule";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, g, &prop, 1)) << "flags";
+  ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base + 4096, g, 0, h, 0)) << "unaligned";
+  // oracle: NVIDIA's driver 580 answers CUDA_ERROR_NOT_SUPPORTED here.
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemMap(base, 2 * g, 0, h, 0)) << "past the allocation";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(base, g, 0, h, 1)) << "flags";
+  ASSERT_OK(cuMemMap(base, g, 0, h, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  EXPECT_NE(cuMemSetAccess(base, 2 * g, &rw, 1), CUDA_SUCCESS) << "half of it is not mapped";
+  // A range with unmapped space in it unmaps what is mapped there (oracle: NVIDIA's 580).
+  ASSERT_OK(cuMemUnmap(base, 2 * g));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetAccess(base, g, &rw, 1)) << "no longer mapped";
+  ASSERT_OK(cuMemMap(base, g, 0, h, 0));
+  // Released while mapped: the memory lives until the unmap.
+  ASSERT_OK(cuMemSetAccess(base, g, &rw, 1));
+  ASSERT_OK(cuMemRelease(h));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRelease(h)) << "released twice";
+  ASSERT_OK(cuMemsetD32_v2(base, 0xabcdef01u, g / 4));
+  unsigned word = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&word, base + g - 4, 4));
+  EXPECT_EQ(word, 0xabcdef01u);
+  ASSERT_OK(cuMemUnmap(base, g));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(base, g)) << "not the reserved size";
+  ASSERT_OK(cuMemAddressFree(base, 2 * g));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&base, 4095, 0, 0, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&base, g, 3, 0, 0));
+}
 
-  // A POSIX file descriptor names the same physical memory: what one mapping writes, the
-  // other reads.
-  TEST_F(Vmm, FileDescriptorsShareThePhysicalMemory) {
-    CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
-    const size_t g = granularity_of(dev);
-    ASSERT_GT(g, 0u);
-    const CUmemAllocationProp prop = device_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    CUmemGenericAllocationHandle h = 0, not_exportable = 0;
-    ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
-    int fd = -1;
-    ASSERT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    ASSERT_GE(fd, 0);
-    const CUmemAllocationProp plain = device_prop(dev);
-    ASSERT_OK(cuMemCreate(&not_exportable, g, &plain, 0));
-    int other_fd = -1;
-    EXPECT_NE(cuMemExportToShareableHandle(&other_fd, not_exportable,
-                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-              CUDA_SUCCESS);
-    ASSERT_OK(cuMemRelease(not_exportable));
-    CUmemGenericAllocationHandle imported = 0;
-    ASSERT_OK(cuMemImportFromShareableHandle(&imported,
-                                             reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
-                                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    close(fd);
-    CUdeviceptr first = 0, second = 0;
-    ASSERT_OK(cuMemAddressReserve(&first, g, 0, 0, 0));
-    ASSERT_OK(cuMemAddressReserve(&second, g, 0, 0, 0));
-    ASSERT_OK(cuMemMap(first, g, 0, h, 0));
-    ASSERT_OK(cuMemMap(second, g, 0, imported, 0));
-    const CUmemAccessDesc rw = read_write(dev);
-    ASSERT_OK(cuMemSetAccess(first, g, &rw, 1));
-    ASSERT_OK(cuMemSetAccess(second, g, &rw, 1));
-    const unsigned value = 0x5eedf00d;
-    ASSERT_OK(cuMemcpyHtoD_v2(first + 256, &value, sizeof value));
-    unsigned seen = 0;
-    ASSERT_OK(cuMemcpyDtoH_v2(&seen, second + 256, sizeof seen));
-    EXPECT_EQ(seen, value);
-    ASSERT_OK(cuMemUnmap(first, g));
-    ASSERT_OK(cuMemUnmap(second, g));
-    ASSERT_OK(cuMemRelease(h));
-    ASSERT_OK(cuMemRelease(imported));
-    ASSERT_OK(cuMemAddressFree(first, g));
-    ASSERT_OK(cuMemAddressFree(second, g));
-  }
+// A POSIX file descriptor names the same physical memory: what one mapping writes, the
+// other reads.
+TEST_F(Vmm, FileDescriptorsShareThePhysicalMemory) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  const CUmemAllocationProp prop = device_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemGenericAllocationHandle h = 0, not_exportable = 0;
+  ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
+  int fd = -1;
+  ASSERT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  ASSERT_GE(fd, 0);
+  const CUmemAllocationProp plain = device_prop(dev);
+  ASSERT_OK(cuMemCreate(&not_exportable, g, &plain, 0));
+  int other_fd = -1;
+  EXPECT_NE(cuMemExportToShareableHandle(&other_fd, not_exportable,
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  ASSERT_OK(cuMemRelease(not_exportable));
+  CUmemGenericAllocationHandle imported = 0;
+  ASSERT_OK(cuMemImportFromShareableHandle(&imported,
+                                           reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  close(fd);
+  CUdeviceptr first = 0, second = 0;
+  ASSERT_OK(cuMemAddressReserve(&first, g, 0, 0, 0));
+  ASSERT_OK(cuMemAddressReserve(&second, g, 0, 0, 0));
+  ASSERT_OK(cuMemMap(first, g, 0, h, 0));
+  ASSERT_OK(cuMemMap(second, g, 0, imported, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(first, g, &rw, 1));
+  ASSERT_OK(cuMemSetAccess(second, g, &rw, 1));
+  const unsigned value = 0x5eedf00d;
+  ASSERT_OK(cuMemcpyHtoD_v2(first + 256, &value, sizeof value));
+  unsigned seen = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&seen, second + 256, sizeof seen));
+  EXPECT_EQ(seen, value);
+  ASSERT_OK(cuMemUnmap(first, g));
+  ASSERT_OK(cuMemUnmap(second, g));
+  ASSERT_OK(cuMemRelease(h));
+  ASSERT_OK(cuMemRelease(imported));
+  ASSERT_OK(cuMemAddressFree(first, g));
+  ASSERT_OK(cuMemAddressFree(second, g));
+}
 
-  // Another process imports the exported descriptor and sees the same memory: it reads what
-  // this process wrote and writes an answer this process reads (driver_vmm_importer).
-  TEST_F(Vmm, AnotherProcessMapsTheExportedMemory) {
-    CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
-    char self[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    ASSERT_GT(n, 0);
-    std::string importer(self, static_cast<size_t>(n));
-    importer = importer.substr(0, importer.rfind('/') + 1) + "driver_vmm_importer";
-    if (access(importer.c_str(), X_OK) != 0)
-      GTEST_SKIP() << "no " << importer << " beside the suite";
-    const size_t g = granularity_of(dev);
-    ASSERT_GT(g, 0u);
-    const CUmemAllocationProp prop = device_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    CUmemGenericAllocationHandle h = 0;
-    ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
-    CUdeviceptr va = 0;
-    ASSERT_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
-    ASSERT_OK(cuMemMap(va, g, 0, h, 0));
-    const CUmemAccessDesc rw = read_write(dev);
-    ASSERT_OK(cuMemSetAccess(va, g, &rw, 1));
-    const unsigned value = 0x0badcafe;
-    ASSERT_OK(cuMemcpyHtoD_v2(va + 4096, &value, sizeof value));
-    int fd = -1;
-    ASSERT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(fcntl(fd, F_SETFD, 0), 0);  // inherited by the child
-    const std::string command =
-        importer + " " + std::to_string(fd) + " " + std::to_string(g) + " 4096";
-    FILE* child = popen(command.c_str(), "r");
-    ASSERT_NE(child, nullptr);
-    char line[64] = {};
-    const bool got = fgets(line, sizeof line, child) != nullptr;
-    const int status = pclose(child);
-    close(fd);
-    EXPECT_TRUE(got);
-    EXPECT_STREQ(line, "0badcafe\n");
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "importer status " << status;
-    unsigned reply = 0;
-    ASSERT_OK(cuMemcpyDtoH_v2(&reply, va + 4096 + 4, sizeof reply));
-    EXPECT_EQ(reply, ~value) << "the other process wrote into the same memory";
-    ASSERT_OK(cuMemUnmap(va, g));
-    ASSERT_OK(cuMemRelease(h));
-    ASSERT_OK(cuMemAddressFree(va, g));
-  }
+// Another process imports the exported descriptor and sees the same memory: it reads what
+// this process wrote and writes an answer this process reads (driver_vmm_importer).
+TEST_F(Vmm, AnotherProcessMapsTheExportedMemory) {
+  CUDAMUX_KNOWN_DIFFERENCE("hip", kHipHasNoVmm);
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  std::string importer(self, static_cast<size_t>(n));
+  importer = importer.substr(0, importer.rfind('/') + 1) + "driver_vmm_importer";
+  if (access(importer.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << importer << " beside the suite";
+  const size_t g = granularity_of(dev);
+  ASSERT_GT(g, 0u);
+  const CUmemAllocationProp prop = device_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemGenericAllocationHandle h = 0;
+  ASSERT_OK(cuMemCreate(&h, g, &prop, 0));
+  CUdeviceptr va = 0;
+  ASSERT_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+  ASSERT_OK(cuMemMap(va, g, 0, h, 0));
+  const CUmemAccessDesc rw = read_write(dev);
+  ASSERT_OK(cuMemSetAccess(va, g, &rw, 1));
+  const unsigned value = 0x0badcafe;
+  ASSERT_OK(cuMemcpyHtoD_v2(va + 4096, &value, sizeof value));
+  int fd = -1;
+  ASSERT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fcntl(fd, F_SETFD, 0), 0);  // inherited by the child
+  const std::string command =
+      importer + " " + std::to_string(fd) + " " + std::to_string(g) + " 4096";
+  FILE* child = popen(command.c_str(), "r");
+  ASSERT_NE(child, nullptr);
+  char line[64] = {};
+  const bool got = fgets(line, sizeof line, child) != nullptr;
+  const int status = pclose(child);
+  close(fd);
+  EXPECT_TRUE(got);
+  EXPECT_STREQ(line, "0badcafe\n");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "importer status " << status;
+  unsigned reply = 0;
+  ASSERT_OK(cuMemcpyDtoH_v2(&reply, va + 4096 + 4, sizeof reply));
+  EXPECT_EQ(reply, ~value) << "the other process wrote into the same memory";
+  ASSERT_OK(cuMemUnmap(va, g));
+  ASSERT_OK(cuMemRelease(h));
+  ASSERT_OK(cuMemAddressFree(va, g));
+}
 
 }  // namespace
 }  // namespace conformance
