@@ -888,6 +888,11 @@ TEST_F(MemPool, HostNumaPoolsAreIpcCapable) {
   ASSERT_OK(cuMemPoolCreate(&pool, &p));
   CUstream s = nullptr;
   ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  // Devices reach a host pool's memory once access is granted (NVIDIA: the memset fails before).
+  CUmemAccessDesc access{};
+  access.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev};
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_OK(cuMemPoolSetAccess(pool, &access, 1));
   CUdeviceptr block = 0;
   ASSERT_OK(cuMemAllocFromPoolAsync(&block, 4096, pool, s));
   ASSERT_OK(cuMemsetD32Async(block, 0x600df00d, 1024, s));
