@@ -244,7 +244,8 @@ CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
 }
 CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
                         unsigned int flags, CUdevice dev) {
-  if (numParams < 0 || (numParams > 0 && !paramsArray))
+  // A count of 0 or less is none (NVIDIA's driver 580 creates the context for -1).
+  if (numParams > 0 && !paramsArray)
     return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxCreate_v3", "bad affinity parameters");
   if (numParams > 0)
     return reject(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "cuCtxCreate_v3",
@@ -254,8 +255,7 @@ CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int n
 CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags,
                         CUdevice dev) {
   if (params) {
-    if (params->numExecAffinityParams < 0 ||
-        (params->numExecAffinityParams > 0 && !params->execAffinityParams))
+    if (params->numExecAffinityParams > 0 && !params->execAffinityParams)
       return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxCreate_v4", "bad affinity parameters");
     if (params->numExecAffinityParams > 0)
       return reject(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "cuCtxCreate_v4",
@@ -361,7 +361,9 @@ CUresult cuCtxSetFlags(unsigned int flags) {
 CUresult cuCtxGetId(CUcontext h, unsigned long long* ctxId) {
   if (!ctxId) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetId", "null out-pointer");
   Context* ctx = nullptr;
-  if (CUresult r = ctx_or_current(h, ctx)) return r;
+  // A destroyed context is CUDA_ERROR_CONTEXT_IS_DESTROYED here (NVIDIA's driver 580, H200).
+  if (CUresult r = ctx_or_current(h, ctx))
+    return r == CUDA_ERROR_INVALID_CONTEXT && h ? CUDA_ERROR_CONTEXT_IS_DESTROYED : r;
   *ctxId = ctx->id;
   return CUDA_SUCCESS;
 }

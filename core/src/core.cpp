@@ -307,7 +307,9 @@ void set_current_context(CUcontext h) noexcept { t_current = h; }
 // Called when a context dies: it leaves this thread's stack (other threads find a
 // stale handle and get CUDA_ERROR_CONTEXT_IS_DESTROYED, as with CUDA).
 void forget_context_on_this_thread(CUcontext h) noexcept {
-  std::erase(t_below, h);
+  // NVIDIA's rule (driver 580, H200, 2026-11-27): the destroyed context is popped when it is the
+  // top of this thread's stack, once; entries of it further down stay, as stale handles that
+  // later calls refuse (CUDA_ERROR_CONTEXT_IS_DESTROYED) until they are popped.
   if (t_current == h) pop_context();
   std::erase_if(t_per_thread_streams, [h](const auto& p) { return p.first == h; });
 }

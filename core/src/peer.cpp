@@ -172,6 +172,12 @@ CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
     if (static_cast<unsigned>(operations[i]) >= CU_ATOMIC_OPERATION_MAX)
       return reject(CUDA_ERROR_INVALID_VALUE, fn, "unknown atomic operation");
   }
+  Core& core = Core::get();
+  backend::Status status;
+  if (core.backend().devices().p2p_atomic_capabilities(core.backend_ordinal(srcDevice),
+                                                       core.backend_ordinal(dstDevice), operations,
+                                                       count, capabilities, status))
+    return core.map(status, fn);
   // Per operation from the link's NATIVE_ATOMIC_SUPPORTED answer: all of CUDA C++'s atomics
   // natively, or none (a link with only some native atomics has no finer answer here).
   int native = 0;

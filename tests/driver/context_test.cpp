@@ -25,6 +25,9 @@ void on_other_thread(F&& fn) {
 }
 
 TEST_F(Context, CreateVariantsPushAndDestroy) {
+  CUDAMUX_SKIP_ON_ORACLE(
+      "the legacy cuCtxCreate (v1) entry point answers CUDA_ERROR_OUT_OF_MEMORY on NVIDIA's driver "
+      "580 (H200); cudamux keeps it an alias of the current one");
   CUcontext c1 = nullptr, c2 = nullptr, c3 = nullptr, c4 = nullptr, c5 = nullptr;
   ASSERT_OK(cuCtxCreate(&c1, 0, dev));
   EXPECT_EQ(current(), c1);
@@ -44,28 +47,46 @@ TEST_F(Context, CreateVariantsPushAndDestroy) {
   EXPECT_EQ(current(), c4);
   EXPECT_OK(cuCtxDestroy(c4));
   EXPECT_EQ(current(), c3);
-  // Destroying a context that is not on top removes it from the stack.
+  // Destroying a context below the top leaves it there, a stale handle until popped (NVIDIA's
+  // driver 580, H200, build-gsamples/stackprobe2.c).
   EXPECT_OK(cuCtxDestroy_v2(c2));
   EXPECT_EQ(current(), c3);
   EXPECT_OK(cuCtxPopCurrent_v2(nullptr));
-  EXPECT_EQ(current(), c1) << "the destroyed c2 is no longer on the stack";
-  EXPECT_OK(cuCtxDestroy_v2(c3));
-  EXPECT_OK(cuCtxDestroy_v2(c1));
+  EXPECT_EQ(current(), c2) << "the destroyed c2 stays on the stack";
+  EXPECT_OK(cuCtxPopCurrent_v2(nullptr));
+  EXPECT_EQ(current(), c1);
+  EXPECT_OK(cuCtxDestroy_v2(c3));  // no longer on the stack
+  EXPECT_OK(cuCtxDestroy_v2(c1));  // the top: popped
   EXPECT_EQ(current(), ctx);
 }
 
-TEST_F(Context, DestroyRemovesEveryStackEntry) {
+// Destroying a context pops it only where it is the top of the thread's stack, once; entries of
+// it further down stay there as stale handles (NVIDIA's driver 580 on an H200,
+// build-gsamples/stackprobe2.c of 2026-11-27).
+TEST_F(Context, DestroyPopsTheContextOnlyFromTheTop) {
   CUcontext c = nullptr;
   ASSERT_OK(cuCtxCreate_v2(&c, 0, dev));  // [ctx, c]
   ASSERT_OK(cuCtxPushCurrent_v2(ctx));    // [ctx, c, ctx]
   ASSERT_OK(cuCtxPushCurrent_v2(c));      // [ctx, c, ctx, c]
-  ASSERT_OK(cuCtxDestroy_v2(c));
+  ASSERT_OK(cuCtxDestroy_v2(c));          // [ctx, c (destroyed), ctx]
   EXPECT_EQ(current(), ctx);
-  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
-  EXPECT_EQ(current(), ctx) << "the destroyed context was left inside the stack";
-  ASSERT_OK(cuCtxPopCurrent_v2(nullptr));
-  EXPECT_EQ(current(), nullptr);
-  ASSERT_OK(cuCtxPushCurrent_v2(ctx));
+  CUcontext popped = nullptr;
+  ASSERT_OK(cuCtxPopCurrent_v2(&popped));
+  EXPECT_EQ(popped, ctx);
+  EXPECT_EQ(current(), c) << "the destroyed context stays below the top";
+  EXPECT_NE(cuCtxSynchronize(), CUDA_SUCCESS) << "a destroyed context does no work";
+  ASSERT_OK(cuCtxPopCurrent_v2(&popped));
+  EXPECT_EQ(popped, c);
+  EXPECT_EQ(current(), ctx);
+  // Twice on top: popped once.
+  CUcontext d = nullptr;
+  ASSERT_OK(cuCtxCreate_v2(&d, 0, dev));  // [ctx, d]
+  ASSERT_OK(cuCtxPushCurrent_v2(d));      // [ctx, d, d]
+  ASSERT_OK(cuCtxDestroy_v2(d));          // [ctx, d (destroyed)]
+  EXPECT_EQ(current(), d);
+  ASSERT_OK(cuCtxPopCurrent_v2(&popped));
+  EXPECT_EQ(popped, d);
+  EXPECT_EQ(current(), ctx);
 }
 
 TEST_F(Context, CreateRejectsBadArguments) {
@@ -78,11 +99,15 @@ TEST_F(Context, CreateRejectsBadArguments) {
   // oracle: verify on NVIDIA (two scheduling policies at once).
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuCtxCreate_v2(&c, CU_CTX_SCHED_SPIN | CU_CTX_SCHED_YIELD, dev));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate_v3(&c, nullptr, -1, 0, dev));
+  // A negative count of affinity parameters is none (NVIDIA's driver 580, H200: created); a
+  // positive one needs the array.
+  ASSERT_OK(cuCtxCreate_v3(&c, nullptr, -1, 0, dev));
+  ASSERT_OK(cuCtxDestroy_v2(c));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate_v3(&c, nullptr, 1, 0, dev));
   CUctxCreateParams params{};
   params.numExecAffinityParams = -2;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate_v4(&c, &params, 0, dev));
+  ASSERT_OK(cuCtxCreate_v4(&c, &params, 0, dev));
+  ASSERT_OK(cuCtxDestroy_v2(c));
   EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuCtxCreate_v4(&c, nullptr, 0, 42));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate_v4(nullptr, nullptr, 0, dev));
   EXPECT_EQ(current(), ctx) << "failed creations push nothing";
@@ -104,6 +129,9 @@ TEST_F(Context, ExecAffinityRequests) {
 }
 
 TEST_F(Context, DestroyRejectsBadHandles) {
+  CUDAMUX_SKIP_ON_ORACLE(
+      "NVIDIA's driver 580 dereferences destroyed and made-up handles (the "
+      "process ends)");
   CUcontext c = nullptr;
   ASSERT_OK(cuCtxCreate_v2(&c, 0, dev));
   ASSERT_OK(cuCtxDestroy_v2(c));
@@ -115,7 +143,7 @@ TEST_F(Context, DestroyRejectsBadHandles) {
   EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxPushCurrent(nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxSetCurrent(c));
   unsigned long long id = 0;
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetId(c, &id));
+  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetId(c, &id));
   EXPECT_EQ(current(), ctx);
   CUdeviceptr p = 0;
   EXPECT_OK(cuMemAlloc_v2(&p, 64)) << "the current context still works";
@@ -123,6 +151,9 @@ TEST_F(Context, DestroyRejectsBadHandles) {
 }
 
 TEST_F(Context, PushPopStack) {
+  CUDAMUX_SKIP_ON_ORACLE(
+      "the legacy cuCtxPushCurrent (v1) entry point answers CUDA_ERROR_INVALID_CONTEXT on "
+      "NVIDIA's driver 580 (H200); cudamux keeps it an alias of the current one");
   CUcontext a = ctx, b = nullptr;
   ASSERT_OK(cuCtxCreate_v2(&b, 0, dev));  // pushed on top of a
   CUcontext popped = nullptr;
@@ -216,8 +247,10 @@ TEST_F(Context, DestroyedWhileCurrentOnAnotherThread) {
     CUdeviceptr p = 0;
     CUstream s = nullptr;
     unsigned flags = 0;
-    EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetDevice(&d));
-    EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetFlags(&flags));
+    // NVIDIA's driver 580 (H200) still answers these two for the destroyed context (success);
+    // cudamux refuses every call on it alike.
+    EXPECT_CU_CUDAMUX(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetDevice(&d));
+    EXPECT_CU_CUDAMUX(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetFlags(&flags));
     EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxSynchronize());
     EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuMemAlloc_v2(&p, 256));
     EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuStreamCreate(&s, 0));
@@ -259,7 +292,7 @@ TEST_F(Context, Queries) {
   EXPECT_EQ(id_current, id2) << "null means the current context";
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxGetId(ctx, nullptr));
   ASSERT_OK(cuCtxDestroy_v2(other));
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetId(other, &id2));
+  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetId(other, &id2));  // NVIDIA's 580, H200
   // A new context never reuses a destroyed one's id.
   ASSERT_OK(cuCtxCreate_v2(&other, 0, dev));
   unsigned long long id3 = 0;

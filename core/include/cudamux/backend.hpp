@@ -56,7 +56,7 @@ namespace cudamux::backend {
 //     device)
 // 11: NativePools, Backend::native_pools, Queue::allocate_from_pool / free_to_pool
 //     (stream-ordered pools of the device's own driver; issue 16); the compression argument of
-//     VirtualMemory::create
+//     VirtualMemory::create, Devices::p2p_atomic_capabilities
 inline constexpr std::uint32_t kAbiVersion = 11;
 
 // Names of the symbols every plugin exports (extern "C"):
@@ -332,6 +332,19 @@ class Devices {
     (void)peer;
     (void)attr;
     (void)value;
+    (void)status;
+    return false;
+  }
+  // cuDeviceGetP2PAtomicCapabilities for two distinct valid ordinals and checked operations.
+  // false: the backend has no answer of its own and the core derives one from p2p_attribute.
+  virtual bool p2p_atomic_capabilities(int ordinal, int peer, const CUatomicOperation* operations,
+                                       unsigned count, unsigned* capabilities,
+                                       Status& status) const {
+    (void)ordinal;
+    (void)peer;
+    (void)operations;
+    (void)count;
+    (void)capabilities;
     (void)status;
     return false;
   }

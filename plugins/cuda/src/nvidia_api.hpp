@@ -18,22 +18,21 @@ namespace cudamux::cuda {
   X(cuDeviceGetName)                                                                               \
   X(cuDeviceGetUuid_v2)                                                                            \
   X(cuDeviceTotalMem_v2)                                                                           \
-  X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain) X(                  \
-      cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) X(cuDevicePrimaryCtxGetState) \
-      X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxPopCurrent_v2)                \
-          X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)   \
-              X(cuMemAllocManaged) X(cuMemHostRegister_v2) X(cuMemHostUnregister)                  \
-                  X(cuMemHostGetDevicePointer_v2) X(cuStreamCreateWithPriority)                    \
-                      X(cuStreamDestroy_v2) X(cuStreamQuery) X(cuStreamSynchronize)                \
-                          X(cuStreamWaitEvent) X(cuLaunchHostFunc) X(cuEventCreate)                \
-                              X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventQuery)                \
-                                  X(cuEventSynchronize) X(cuEventElapsedTime_v2) X(cuMemcpyAsync)  \
-                                      X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2)                  \
-                                          X(cuMemsetD8Async) X(cuMemsetD16Async)                   \
-                                              X(cuMemsetD32Async) X(cuMemsetD2D8Async)             \
-                                                  X(cuMemsetD2D16Async) X(cuMemsetD2D32Async)      \
-                                                      CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)           \
-                                                          CUDAMUX_NVIDIA_SYNC_COPY_FUNCTIONS(X)
+  X(cuDeviceGetAttribute)                                                                          \
+  X(cuDeviceCanAccessPeer) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)             \
+      X(cuDevicePrimaryCtxSetFlags_v2) X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v4) X(          \
+          cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxPopCurrent_v2) X(cuMemGetInfo_v2)             \
+          X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged) \
+              X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2)       \
+                  X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) X(cuStreamQuery)             \
+                      X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuLaunchHostFunc)              \
+                          X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventQuery)   \
+                              X(cuEventSynchronize) X(cuEventElapsedTime_v2) X(cuMemcpyAsync)      \
+                                  X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2) X(cuMemsetD8Async)   \
+                                      X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuMemsetD2D8Async) \
+                                          X(cuMemsetD2D16Async) X(cuMemsetD2D32Async)              \
+                                              CUDAMUX_NVIDIA_MODULE_FUNCTIONS(X)                   \
+                                                  CUDAMUX_NVIDIA_SYNC_COPY_FUNCTIONS(X)
 
 // Modules and launches (issue 7). cuModuleEnumerateFunctions and cuFuncGetParamInfo
 // arrived with CUDA 12.4: older drivers are refused (cudamux presents CUDA 13.0).
@@ -67,19 +66,20 @@ namespace cudamux::cuda {
 // it the backend reports no cluster support and the core refuses cluster launches.
 // cuOccupancyMaxActiveClusters / MaxPotentialClusterSize (12.0) likewise; cuStreamSetAttribute
 // (11.0): without it stream attributes stay the core's record only.
-#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                          \
-  X(cuLaunchKernelEx)                                                                 \
-  X(cuOccupancyMaxActiveClusters)                                                     \
-  X(cuOccupancyMaxPotentialClusterSize)                                               \
-  X(cuStreamSetAttribute)                                                             \
-  X(cuCtxResetPersistingL2Cache)                                                      \
-  X(cuMemAdvise_v2)                                                                   \
-  X(cuMemPrefetchAsync_v2)                                                            \
-  CUDAMUX_NVIDIA_VMM_FUNCTIONS(X) CUDAMUX_NVIDIA_HOST_FUNCTIONS(X)                    \
-      CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X) CUDAMUX_NVIDIA_CONDITIONAL_FUNCTIONS(X)       \
-          CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) CUDAMUX_NVIDIA_PEER_FUNCTIONS(X)           \
-              CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X) CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X) \
-                  CUDAMUX_NVIDIA_POOL_FUNCTIONS(X) X(cuMemGetDefaultMemPool)
+#define CUDAMUX_NVIDIA_OPTIONAL_FUNCTIONS(X)                                     \
+  X(cuLaunchKernelEx)                                                            \
+  X(cuOccupancyMaxActiveClusters)                                                \
+  X(cuOccupancyMaxPotentialClusterSize)                                          \
+  X(cuStreamSetAttribute)                                                        \
+  X(cuCtxResetPersistingL2Cache)                                                 \
+  X(cuMemAdvise_v2)                                                              \
+  X(cuMemPrefetchAsync_v2)                                                       \
+  CUDAMUX_NVIDIA_VMM_FUNCTIONS(X)                                                \
+  CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) CUDAMUX_NVIDIA_GRAPH_FUNCTIONS(X)             \
+      CUDAMUX_NVIDIA_CONDITIONAL_FUNCTIONS(X) CUDAMUX_NVIDIA_LINK_FUNCTIONS(X)   \
+          CUDAMUX_NVIDIA_PEER_FUNCTIONS(X) CUDAMUX_NVIDIA_MEMOP_IPC_FUNCTIONS(X) \
+              CUDAMUX_NVIDIA_IMAGE_FUNCTIONS(X) CUDAMUX_NVIDIA_POOL_FUNCTIONS(X) \
+                  X(cuMemGetDefaultMemPool)
 
 // NVIDIA's linker (cuLink*, NvidiaContext::link); without one of them the backend has none.
 #define CUDAMUX_NVIDIA_LINK_FUNCTIONS(X) \
@@ -150,7 +150,7 @@ namespace cudamux::cuda {
 // is the core's record only and link attributes are derived from cuDeviceCanAccessPeer.
 #define CUDAMUX_NVIDIA_PEER_FUNCTIONS(X) \
   X(cuCtxEnablePeerAccess)               \
-  X(cuCtxDisablePeerAccess) X(cuDeviceGetP2PAttribute)
+  X(cuCtxDisablePeerAccess) X(cuDeviceGetP2PAttribute) X(cuDeviceGetP2PAtomicCapabilities)
 
 // Host-only encoders handed to the core as they are (Backend::native_host_function).
 #define CUDAMUX_NVIDIA_HOST_FUNCTIONS(X) \

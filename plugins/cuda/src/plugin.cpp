@@ -1154,6 +1154,17 @@ class NvidiaDevices final : public be::Devices {
     return true;
   }
 
+  // NVIDIA's own answer (CUDA 13.0): it does not follow from NATIVE_ATOMIC_SUPPORTED (two H200s
+  // over NVLink, driver 580: native atomics 1, every capability 0).
+  bool p2p_atomic_capabilities(int ordinal, int peer, const CUatomicOperation* operations,
+                               unsigned count, unsigned* capabilities,
+                               be::Status& st) const override {
+    if (!api_->cuDeviceGetP2PAtomicCapabilities || !valid(ordinal) || !valid(peer)) return false;
+    st = status(api_->cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count,
+                                                       slot(ordinal).device, slot(peer).device));
+    return true;
+  }
+
   [[nodiscard]] bool can_access_peer(int ordinal, int peer) const noexcept override {
     if (!valid(ordinal) || !valid(peer)) return false;
     int can = 0;
