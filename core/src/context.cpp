@@ -361,9 +361,12 @@ CUresult cuCtxSetFlags(unsigned int flags) {
 CUresult cuCtxGetId(CUcontext h, unsigned long long* ctxId) {
   if (!ctxId) return reject(CUDA_ERROR_INVALID_VALUE, "cuCtxGetId", "null out-pointer");
   Context* ctx = nullptr;
-  // A destroyed context is CUDA_ERROR_CONTEXT_IS_DESTROYED here (NVIDIA's driver 580, H200).
-  if (CUresult r = ctx_or_current(h, ctx))
-    return r == CUDA_ERROR_INVALID_CONTEXT && h ? CUDA_ERROR_CONTEXT_IS_DESTROYED : r;
+  // A destroyed context is CUDA_ERROR_CONTEXT_IS_DESTROYED here (NVIDIA's driver 580, H200);
+  // made-up values stay CUDA_ERROR_INVALID_CONTEXT.
+  if (CUresult r = ctx_or_current(h, ctx)) {
+    const bool destroyed = h && Core::get().contexts.stale(reinterpret_cast<std::uintptr_t>(h));
+    return r == CUDA_ERROR_INVALID_CONTEXT && destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : r;
+  }
   *ctxId = ctx->id;
   return CUDA_SUCCESS;
 }

@@ -67,6 +67,20 @@ class HandleTable {
     return slot.object.load(std::memory_order_relaxed);
   }
 
+  // Whether `handle` was issued by this table and has died since (a destroyed object's handle,
+  // not a made-up value: issued handles carry an odd generation, and a slot's only grows).
+  [[nodiscard]] bool stale(std::uintptr_t handle) const noexcept {
+    if ((handle & kTagMask) != tag_) return false;
+    const std::uint32_t index = static_cast<std::uint32_t>((handle >> kIndexShift) & kIndexMask);
+    const std::uint32_t gen = static_cast<std::uint32_t>(handle >> kGenShift);
+    if ((gen & 1u) == 0) return false;
+    const Chunk* chunk = (index >> kChunkBits) < kMaxChunks
+                             ? chunks_[index >> kChunkBits].load(std::memory_order_acquire)
+                             : nullptr;
+    if (!chunk) return false;
+    return (*chunk)[index & (kChunkSize - 1)].generation.load(std::memory_order_acquire) > gen;
+  }
+
   // Invalidates the handle; returns the object it named (caller destroys it), or nullptr.
   T* erase(std::uintptr_t handle) noexcept {
     std::lock_guard lock(mutex_);
