@@ -5,13 +5,12 @@
 #include <algorithm>
 
 #include "config.hpp"
+#include "nvidia_status.hpp"
 
 namespace cudamux::cuda {
 namespace {
 
 namespace be = cudamux::backend;
-
-constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
 
 // NVRTC's own failures (not compile errors) as the CUresult-valued codes of this backend.
 be::Status failure(nvrtcResult r) {

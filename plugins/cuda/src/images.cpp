@@ -1,13 +1,9 @@
 // CUDA arrays of the cuda backend (issue 17): NVIDIA's cuArray3DCreate / cuMipmappedArrayCreate.
 #include "images.hpp"
 
-namespace cudamux::cuda {
-namespace {
-constexpr backend::Status status(CUresult r) {
-  return backend::Status{static_cast<std::int32_t>(r)};
-}
-}  // namespace
+#include "nvidia_status.hpp"
 
+namespace cudamux::cuda {
 bool NvidiaImages::available(const NvidiaApi& api) noexcept {
   bool complete = true;
 #define CUDAMUX_NVIDIA_HAS(name) complete = complete && api.name != nullptr;

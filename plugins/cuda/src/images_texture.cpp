@@ -5,14 +5,9 @@
 // current), or the first device's primary context when none is. The object value NVIDIA
 // returns is what kernels receive.
 #include "images.hpp"
+#include "nvidia_status.hpp"
 
 namespace cudamux::cuda {
-namespace {
-constexpr backend::Status status(CUresult r) {
-  return backend::Status{static_cast<std::int32_t>(r)};
-}
-}  // namespace
-
 template <class F>
 CUresult NvidiaImages::in_resource_context(const CUDA_RESOURCE_DESC& resource, F&& fn) {
   if (resource.resType == CU_RESOURCE_TYPE_ARRAY ||

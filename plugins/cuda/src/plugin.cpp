@@ -20,6 +20,7 @@
 #include "cudamux/backend.hpp"
 #include "driver_locator.hpp"
 #include "images.hpp"
+#include "nvidia_status.hpp"
 #include "pools.hpp"
 
 namespace cudamux::cuda {
@@ -27,7 +28,6 @@ namespace {
 
 namespace be = cudamux::backend;
 
-constexpr be::Status status(CUresult r) { return be::Status{static_cast<std::int32_t>(r)}; }
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 class NvidiaErrors final : public be::ErrorDomain {

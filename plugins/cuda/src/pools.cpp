@@ -1,12 +1,10 @@
 // Stream-ordered memory pools of the cuda backend (issue 16): NVIDIA's cuMemPool* as they are.
 #include "pools.hpp"
 
+#include "nvidia_status.hpp"
+
 namespace cudamux::cuda {
 namespace {
-
-constexpr backend::Status status(CUresult r) {
-  return backend::Status{static_cast<std::int32_t>(r)};
-}
 
 CUmemoryPool nvidia_pool(std::uint64_t pool) noexcept {
   return reinterpret_cast<CUmemoryPool>(pool);  // NOLINT(performance-no-int-to-ptr)
