@@ -278,6 +278,13 @@ TEST_P(PtxRest, WaitInsideADeviceFunction) {
 // last block traps: the launch fails (a trap ends the whole grid on a GPU) and does not hang,
 // on the twins as on the fibers (whose scheduler ends a block when another block failed).
 TEST_P(PtxRest, NeverCompletingWaitEndsWhenAnotherBlockTraps) {
+#if defined(__SANITIZE_ADDRESS__)
+  // On fibers, the blocks abandoned when the other block traps leave ASan's shadow of their
+  // worker threads' stacks stale: the next sigaltstack() there is reported (stack-use-after-scope,
+  // seen 2026-11-27). The split twin runs the case under ASan; the fiber case in plain builds.
+  if (const char* f = std::getenv("CUDAMUX_MOCK_FISSION"); f && std::string(f) == "0")
+    GTEST_SKIP() << "abandoned fibers confuse ASan's stack shadow (ASan builds only)";
+#endif
   const int blocks = 3;
   CUdeviceptr reached = upload(std::vector<int>(blocks));
   void* args[] = {&reached};
