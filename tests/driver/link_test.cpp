@@ -94,6 +94,92 @@ TEST_F(LinkedPrograms, TwoProgramsLinkIntoOneModuleWhoseKernelsRun) {
   EXPECT_OK(cuModuleUnload(m));
 }
 
+// Separate compilation (NVRTC -rdc=true, then cuLink*): each program uses the other's
+// extern __device__ function, and one reads the other's __device__ variable.
+constexpr char kScaleSource[] = R"(extern __device__ unsigned offset_of(unsigned i);
+__device__ unsigned factor = 3;
+__device__ unsigned scaled(unsigned v) { return v * factor + offset_of(v); }
+)";
+constexpr char kApplySource[] = R"(extern __device__ unsigned scaled(unsigned v);
+extern __device__ unsigned factor;
+__device__ unsigned offset_of(unsigned i) { return i % 2 == 0 ? 1000u : 2000u; }
+extern "C" __global__ void apply(unsigned* p) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  p[i] = scaled(i) + factor * 100000u;
+}
+)";
+
+// Links `images` (NVRTC output); the result of cuLinkComplete, the linked image copied out.
+CUresult link_all(const std::vector<const std::string*>& images, std::string& linked,
+                  std::string& error_log) {
+  char error[8192] = {};
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {error, reinterpret_cast<void*>(sizeof error)};
+  CUlinkState state = nullptr;
+  if (const CUresult r = cuLinkCreate(2, opts, values, &state); r != CUDA_SUCCESS) return r;
+  CUresult r = CUDA_SUCCESS;
+  for (std::size_t i = 0; i < images.size() && r == CUDA_SUCCESS; ++i) {
+    const std::string name = "part" + std::to_string(i) + ".ptx";
+    r = cuLinkAddData(state, CU_JIT_INPUT_PTX, const_cast<char*>(images[i]->data()),
+                      images[i]->size(), name.c_str(), 0, nullptr, nullptr);
+  }
+  void* out = nullptr;
+  size_t size = 0;
+  if (r == CUDA_SUCCESS) r = cuLinkComplete(state, &out, &size);
+  if (r == CUDA_SUCCESS) linked.assign(static_cast<const char*>(out), size);
+  error_log = error;
+  (void)cuLinkDestroy(state);
+  return r;
+}
+
+TEST_F(Link, RelocatableProgramsResolveEachOthersDeviceSymbols) {
+  if (backend() == "hip")
+    GTEST_SKIP() << "ROCm 5.2's hipRTC makes no relocatable output and has no linker (hip.md)";
+  std::string scale, apply, log;
+  ASSERT_TRUE(compile_ptx(kScaleSource, "scale.cu", scale, log, {"-rdc=true"})) << log;
+  ASSERT_TRUE(compile_ptx(kApplySource, "apply.cu", apply, log, {"-rdc=true"})) << log;
+  std::string linked, error;
+  const CUresult done = link_all({&scale, &apply}, linked, error);
+  if (done == CUDA_ERROR_NOT_SUPPORTED)
+    GTEST_SKIP() << "the " << backend() << " backend has no linker";
+  ASSERT_OK(done) << error;
+  CUmodule m = nullptr;
+  ASSERT_OK(cuModuleLoadData(&m, linked.data()));
+  CUfunction f = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&f, m, "apply"));
+  // The variable is the module's, whichever program defined it.
+  CUdeviceptr factor = 0;
+  size_t bytes = 0;
+  ASSERT_OK(cuModuleGetGlobal_v2(&factor, &bytes, m, "factor"));
+  EXPECT_EQ(bytes, sizeof(unsigned));
+  if (backend() != "hip") {
+    const unsigned four = 4;
+    ASSERT_OK(cuMemcpyHtoD_v2(factor, &four, sizeof four));
+    DeviceBuffer buf(64 * sizeof(unsigned));
+    void* args[] = {&buf.ptr};
+    ASSERT_OK(cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    std::vector<unsigned> host(64);
+    ASSERT_OK(cuMemcpyDtoH_v2(host.data(), buf.ptr, host.size() * sizeof(unsigned)));
+    for (unsigned i = 0; i < 64; ++i)
+      EXPECT_EQ(host[i], i * 4 + (i % 2 == 0 ? 1000u : 2000u) + 400000u) << i;
+  }
+  EXPECT_OK(cuModuleUnload(m));
+}
+
+TEST_F(Link, AnUnresolvedDeviceFunctionFailsTheLink) {
+  if (backend() == "hip")
+    GTEST_SKIP() << "ROCm 5.2's hipRTC makes no relocatable output and has no linker (hip.md)";
+  std::string scale, log;
+  ASSERT_TRUE(compile_ptx(kScaleSource, "scale.cu", scale, log, {"-rdc=true"})) << log;
+  std::string linked, error;
+  const CUresult done = link_all({&scale}, linked, error);
+  if (done == CUDA_ERROR_NOT_SUPPORTED)
+    GTEST_SKIP() << "the " << backend() << " backend has no linker";
+  EXPECT_EQ(done, CUDA_ERROR_INVALID_IMAGE) << error;
+  // The error log names what is missing (NVIDIA's and ld's wording differ; both name it).
+  EXPECT_NE(error.find("offset_of"), std::string::npos) << error;
+}
+
 TEST_F(LinkedPrograms, InputsFromFilesAndTheVersionedEntryPoints) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("cudamux-link-" + std::to_string(::getpid()));

@@ -312,8 +312,10 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
+// `entry`: the kernel table function's name, cudamux_module for a whole program; a relocatable
+// object's own name, which link_objects calls from the module's cudamux_module.
 std::string registration(const std::vector<KernelDecl>& kernels,
-                         const std::vector<std::string>& expressions) {
+                         const std::vector<std::string>& expressions, const std::string& entry) {
   std::ostringstream o;
   std::map<std::string, std::set<std::string>> signatures;  // qualified name -> param lists
   for (const auto& k : kernels) {
@@ -355,8 +357,8 @@ std::string registration(const std::vector<KernelDecl>& kernels,
       << ">(" << quote(expr) << ");\n";
     refs.push_back("&" + var);
   }
-  o << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* "
-       "cudamux_module(void) {\n  static const cudamux_kernel_desc* const k[] = {";
+  o << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* " << entry
+    << "(void) {\n  static const cudamux_kernel_desc* const k[] = {";
   for (const auto& r : refs) o << r << ", ";
   o << "nullptr};\n  static const cudamux_module_desc d = {CUDAMUX_DEVICE_ABI, " << refs.size()
     << "u, k};\n  return &d;\n}\n";
@@ -1576,6 +1578,12 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   const fs::path cwd = fs::current_path(cwd_ec);
   h.add("cwd:" + cwd.string());
   const std::string key = h.digest();
+  // -rdc=true: an object for link_objects, whose kernel table function is named after the
+  // compile (two objects of one link never share a name; the same program compiled twice
+  // gives the same object, as with NVIDIA's NVRTC).
+  const bool relocatable = !generated && o.relocatable;
+  const std::string entry =
+      relocatable ? "cudamux_object_" + key.substr(0, 24) : std::string(CUDAMUX_MODULE_SYMBOL);
   const fs::path cache_file = settings_.cache_dir.empty()
                                   ? fs::path()
                                   : fs::path(settings_.cache_dir) / "mock" / (key + ".cmx");
@@ -1675,7 +1683,7 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     if (generated) return src;
     return pp + "\n" + std::string(kQuietBegin) + "#line 1 " + quote(kFissionFile) + "\n" + twins +
            "\n#line 1 " + quote(kRegistrationFile) + "\n" +
-           registration(kernels, request.name_expressions);
+           registration(kernels, request.name_expressions, entry);
   };
   // In a folder of its own: the compiler's search from the including file's folder finds
   // nothing of ours.
@@ -1802,9 +1810,18 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   argv.push_back("-x");
   argv.push_back("none");
   argv.push_back("-o");
-  argv.push_back((dir / "module.so").string());
-  argv.push_back("-L" + files.lib_dir);
-  argv.push_back("-lcudamux-device");
+  if (relocatable) {
+    // An object: no link flags; the link (link_objects) adds them and the device runtime.
+    std::erase_if(argv, [](const std::string& a) {
+      return a == "-shared" || a.starts_with("-Wl,") || a.starts_with("-fuse-ld=");
+    });
+    argv.insert(argv.end() - 1, "-c");
+    argv.push_back((dir / "module.o").string());
+  } else {
+    argv.push_back((dir / "module.so").string());
+    argv.push_back("-L" + files.lib_dir);
+    argv.push_back("-lcudamux-device");
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   std::string pp_log;  // the preprocessing step's messages (#warning), before the compile's
@@ -1930,22 +1947,37 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   }
   log_->debug("mock compiler: {}: {} kernel(s) compiled in {:.0f} ms", name, kernels.size(), ms);
 
-  const std::string so = read_file(dir / "module.so");
-  std::string image = std::string(kImageHeader) + " arch=" + std::to_string(arch) +
-                      " program=" + std::to_string(request.source.size()) +
-                      " cpu=" + host_cpu_tag() + "\n" + base64(so) + "\n";
+  const std::string so = read_file(dir / (relocatable ? "module.o" : "module.so"));
+  std::string image =
+      std::string(relocatable ? kObjectHeader : kImageHeader) + " arch=" + std::to_string(arch) +
+      " program=" + std::to_string(request.source.size()) + " cpu=" + host_cpu_tag() +
+      (relocatable ? " entry=" + entry : "") + "\n" + base64(so) + "\n";
   result.image.assign(image.begin(), image.end());
   result.image.push_back('\0');
 
-  // Lowered names of the name expressions: the symbols the instantiations got.
+  // Lowered names of the name expressions: the symbols the instantiations got. An object
+  // is linked alone to read them; one that needs another object's symbols to load keeps the
+  // expressions as written.
   if (!request.name_expressions.empty()) {
     std::unique_ptr<be::Module> module;
-    const auto st = load_module_image(result.image.data(), *log_, module);
-    if (!st.ok()) {
+    std::vector<char> linked;
+    std::string link_log;
+    be::Status st = be::kOk;
+    if (relocatable) {
+      st = link_objects({std::string_view(result.image.data())}, linked, link_log);
+      if (st.ok()) st = load_module_image(linked.data(), *log_, module);
+    } else {
+      st = load_module_image(result.image.data(), *log_, module);
+    }
+    if (!st.ok() && relocatable) {
+      for (const auto& e : request.name_expressions) result.lowered_names.emplace_back(e, e);
+      module.reset();
+    } else if (!st.ok()) {
       log_->error("mock compiler: {}: the compiled module does not load", name);
       return st;
     }
     for (const auto& e : request.name_expressions) {
+      if (module == nullptr) break;
       std::string lowered = lowered_name(*module, e);
       if (lowered.empty()) lowered = e;
       result.lowered_names.emplace_back(e, lowered);
@@ -1966,6 +1998,118 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
       store_in_cache(stamps_file, stamp_files(deps), *log_);
     store_in_cache(cache_file, serialize(result), *log_);
   }
+  return be::kOk;
+}
+
+be::Status MockCompiler::link_objects(const std::vector<std::string_view>& objects,
+                                      std::vector<char>& image, std::string& log) {
+  image.clear();
+  const DeviceFiles files = device_files();
+  if (files.include_dir.empty() || objects.empty()) return status(CUDA_ERROR_INVALID_VALUE);
+  std::string tmpl = (fs::temp_directory_path() / "cudamux-link-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    log_->error("mock linker: cannot create a temporary folder: {}", std::strerror(errno));
+    return status(CUDA_ERROR_OPERATING_SYSTEM);
+  }
+  const fs::path dir = tmpl;
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+
+  int arch = 0;
+  std::vector<std::string> entries;
+  std::vector<std::string> argv = {settings_.compiler, "-std=c++17", "-O1", "-fPIC", "-shared",
+                                   "-fno-gnu-unique", "-Wl,-Bsymbolic",
+                                   // an unresolved extern __device__ symbol is the link's error,
+                                   // as nvlink's, not the module load's
+                                   "-Wl,--no-undefined"};
+  if (gold_available()) argv.emplace_back("-fuse-ld=gold");
+  argv.push_back("-I" + files.include_dir);
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const std::string_view text = objects[i];
+    const auto nl = text.find('\n');
+    if (!text.starts_with(kObjectHeader) || nl == std::string_view::npos) {
+      log = "input " + std::to_string(i + 1) + " is not relocatable device code of cudamux's NVRTC";
+      return status(CUDA_ERROR_INVALID_IMAGE);
+    }
+    const std::string header(text.substr(0, nl));
+    auto field = [&](std::string_view key) {
+      const auto p = header.find(" " + std::string(key) + "=");
+      if (p == std::string::npos) return std::string();
+      const auto from = p + key.size() + 2;
+      return header.substr(from, header.find(' ', from) - from);
+    };
+    const std::string entry = field("entry");
+    const std::string cpu = field("cpu");
+    std::string object;
+    if (entry.empty() ||
+        entry.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos ||
+        !decode_base64(std::string(text.substr(nl + 1)).c_str(), object) ||
+        !object.starts_with("\x7f"
+                            "ELF")) {
+      log = "input " + std::to_string(i + 1) + " is damaged relocatable device code";
+      return status(CUDA_ERROR_INVALID_IMAGE);
+    }
+    if (cpu != host_cpu_tag()) {
+      log = "input " + std::to_string(i + 1) + " was compiled for another CPU (tag " + cpu +
+            ", this host " + host_cpu_tag() + "); recompile it on this machine";
+      return status(CUDA_ERROR_NO_BINARY_FOR_GPU);
+    }
+    // The same object twice defines every symbol twice: nvlink's "multiple definition" too.
+    entries.push_back(entry);
+    arch = std::max(arch, std::atoi(field("arch").c_str()));
+    const fs::path part = dir / ("part" + std::to_string(i) + ".o");
+    write_file(part, object);
+  }
+  // The module's kernel table: every object's, in link order.
+  std::ostringstream stub;
+  stub << "#include <cudamux/device_abi.h>\n#include <vector>\n";
+  for (const auto& e : entries)
+    stub << "extern \"C\" const cudamux_module_desc* " << e << "(void);\n";
+  stub << "extern \"C\" __attribute__((visibility(\"default\"))) const cudamux_module_desc* "
+       << CUDAMUX_MODULE_SYMBOL << "(void) {\n"
+       << "  static const std::vector<const cudamux_kernel_desc*> k = [] {\n"
+       << "    std::vector<const cudamux_kernel_desc*> all;\n"
+       << "    for (auto part : {";
+  for (const auto& e : entries) stub << e << "(), ";
+  stub << "}) all.insert(all.end(), part->kernels, part->kernels + part->num_kernels);\n"
+       << "    all.push_back(nullptr);\n    return all;\n  }();\n"
+       << "  static const cudamux_module_desc d = {CUDAMUX_DEVICE_ABI, "
+       << "static_cast<unsigned>(k.size() - 1), k.data()};\n  return &d;\n}\n";
+  write_file(dir / "link.cpp", stub.str());
+  argv.push_back((dir / "link.cpp").string());
+  for (std::size_t i = 0; i < objects.size(); ++i)
+    argv.push_back((dir / ("part" + std::to_string(i) + ".o")).string());
+  for (const std::string& a : {std::string("-o"), (dir / "module.so").string(),
+                               "-L" + files.lib_dir, std::string("-lcudamux-device")})
+    argv.push_back(a);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Run run = run_process(argv);
+  ++runs_;
+  if (run.exit_code < 0 || run.exit_code >= 128) {
+    log_->error("mock linker: {} failed to run: {}", settings_.compiler, run.output);
+    return status(CUDA_ERROR_OPERATING_SYSTEM);
+  }
+  if (run.exit_code != 0) {
+    // The linker's own lines ("undefined reference to `offset()'"), with our folder left out.
+    log = "cudamux mock linker: linking " + std::to_string(objects.size()) +
+          " relocatable object(s) failed\n" +
+          rewrite_log(run.output, dir.string(), files.include_dir);
+    log_->debug("mock linker: {}", log);
+    return status(CUDA_ERROR_INVALID_IMAGE);
+  }
+  log_->debug(
+      "mock linker: {} object(s) linked in {:.0f} ms", objects.size(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const std::string so = read_file(dir / "module.so");
+  const std::string text = std::string(kImageHeader) + " arch=" + std::to_string(arch) +
+                           " cpu=" + host_cpu_tag() + "\n" + base64(so) + "\n";
+  image.assign(text.begin(), text.end());
+  image.push_back('\0');
   return be::kOk;
 }
 

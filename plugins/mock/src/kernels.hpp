@@ -27,6 +27,11 @@ namespace be = cudamux::backend;
 
 // Image text: this line, a newline, the base64 of the shared object, a NUL.
 inline constexpr std::string_view kImageHeader = "// cudamux mock module v1";
+// Relocatable device code (NVRTC's -rdc=true / -dc): an object file, linked by cuLink* (or
+// alone at load) into a module with the other objects whose extern __device__ symbols it
+// uses. Header line: this, arch=, program=, cpu= as a module's, and entry= naming the
+// object's kernel table function (each object's own name; the link gives the module one).
+inline constexpr std::string_view kObjectHeader = "// cudamux mock object v1";
 inline constexpr int kDefaultArch = 90;
 
 // Where the mock finds its device runtime and built-in headers: beside the plugin folder
@@ -81,6 +86,11 @@ class MockCompiler final : public be::Compiler {
   // cached like a program, but it carries its own kernel table, so no analysis or
   // registration is added.
   be::Status compile_generated(const be::CompileRequest& request, be::CompileResult& result);
+  // Relocatable objects (kObjectHeader images) linked into one module image (kImageHeader),
+  // as nvlink links -rdc objects: symbols resolve across objects, an unresolved one fails
+  // the link with the linker's message in `log` (CUDA_ERROR_INVALID_IMAGE).
+  be::Status link_objects(const std::vector<std::string_view>& objects, std::vector<char>& image,
+                          std::string& log);
 
   // Counters for tests: compiler runs and cache hits since creation.
   [[nodiscard]] unsigned runs() const noexcept { return runs_.load(); }
@@ -141,11 +151,14 @@ be::Status kernel_attribute(const cudamux_kernel_desc& desc, int arch, CUfunctio
 
 // cuLink* on the mock (DeviceContext::link): images of whole programs linked into one bundle
 // that load_module_image loads as one module: this line with the count and each image's
-// length, a newline, the images back to back, a NUL. (Relocatable device code is not linked
-// across images: each one must be a whole program.)
+// length, a newline, the images back to back, a NUL. Relocatable objects (kObjectHeader) are
+// linked into one module first (MockCompiler::link_objects), which joins the bundle.
 inline constexpr std::string_view kBundleHeader = "// cudamux mock bundle v1";
 be::Status link_images(const std::vector<be::ModuleImage>& inputs, std::vector<unsigned char>& out,
                        std::string& log);
+
+// The base64 text of an image (newlines and padding skipped) into bytes; false on other text.
+bool decode_base64(const char* text, std::string& out);
 
 // Loads an image; native CUresult codes, with a log line for what was wrong.
 be::Status load_module_image(const void* image, spdlog::logger& log,

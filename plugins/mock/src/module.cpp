@@ -30,6 +30,8 @@ int b64_value(char c) {
   return -1;
 }
 
+}  // namespace
+
 bool decode_base64(const char* p, std::string& out) {
   unsigned acc = 0;
   int bits = 0;
@@ -46,6 +48,8 @@ bool decode_base64(const char* p, std::string& out) {
   }
   return true;
 }
+
+namespace {
 
 // Symbol names by address offset from the object's full symbol table (.symtab): kernels in
 // anonymous namespaces or declared static have internal linkage and are not in .dynsym, so

@@ -281,7 +281,25 @@ class MockContext final : public be::DeviceContext {
       in = be::ModuleImage{be::ImageKind::native, translated.back().data(),
                            translated.back().size(), in.arch};
     }
-    st = link_images(native, out, log);
+    // Relocatable device code (-rdc) is linked as nvlink would, into one module image that
+    // joins the whole programs' bundle.
+    std::vector<std::string_view> objects;
+    std::vector<be::ModuleImage> wholes;
+    for (const auto& in : native) {
+      if (in.kind == be::ImageKind::native && in.data != nullptr &&
+          std::string_view(static_cast<const char*>(in.data)).starts_with(kObjectHeader))
+        objects.emplace_back(static_cast<const char*>(in.data));
+      else
+        wholes.push_back(in);
+    }
+    std::vector<char> linked;
+    if (!objects.empty()) {
+      st = kernels_->compiler->link_objects(objects, linked, log);
+      if (!st.ok()) return true;
+      wholes.push_back(be::ModuleImage{be::ImageKind::native, linked.data(), linked.size(),
+                                       native.front().arch});
+    }
+    st = link_images(wholes, out, log);
     return true;
   }
   // IPC (issue 17; ipc.hpp).
@@ -319,8 +337,24 @@ class MockContext final : public be::DeviceContext {
   be::Status load_module(const be::ModuleImage& image, std::unique_ptr<be::Module>& out) override {
     if (const auto st = faults_->check(Op::load_module); !st.ok()) return st;
     switch (image.kind) {
-      case be::ImageKind::native:
+      case be::ImageKind::native: {
+        // Relocatable device code loaded as it is: linked alone (NVIDIA's driver likewise
+        // loads an -rdc program whose symbols are all its own).
+        if (image.data != nullptr &&
+            std::string_view(static_cast<const char*>(image.data)).starts_with(kObjectHeader)) {
+          std::vector<char> linked;
+          std::string log;
+          if (const auto st = kernels_->compiler->link_objects(
+                  {std::string_view(static_cast<const char*>(image.data))}, linked, log);
+              !st.ok()) {
+            kernels_->log->error("mock backend: relocatable device code does not load alone: {}",
+                                 log);
+            return st;
+          }
+          return load_module_image(linked.data(), *kernels_->log, out);
+        }
         return load_module_image(image.data, *kernels_->log, out);
+      }
       case be::ImageKind::ptx:
         return load_ptx_module(image, *kernels_->compiler, *kernels_->log, out);
       case be::ImageKind::cubin:
