@@ -88,7 +88,7 @@ class MockCompiler final : public be::Compiler {
   be::Status compile_generated(const be::CompileRequest& request, be::CompileResult& result);
   // Relocatable objects (kObjectHeader images) linked into one module image (kImageHeader),
   // as nvlink links -rdc objects: symbols resolve across objects, an unresolved one fails
-  // the link with the linker's message in `log` (CUDA_ERROR_INVALID_IMAGE).
+  // the link with the linker's message in `log` (CUDA_ERROR_INVALID_SOURCE, as NVIDIA's).
   be::Status link_objects(const std::vector<std::string_view>& objects, std::vector<char>& image,
                           std::string& log);
 
