@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -1010,6 +1011,7 @@ struct LinkState {
   JitOptions jit;           // CUDA: output option values must stay valid for the state's life
   std::vector<std::vector<unsigned char>> storage;
   std::vector<backend::ModuleImage> inputs;
+  std::deque<std::string> names;  // the inputs' names (a deque: their addresses stay put)
   std::vector<unsigned char> output;
 };
 
@@ -1065,7 +1067,7 @@ void fill_link_log(const JitOptions& o, CUjit_option which, const std::string& t
 }
 
 CUresult link_add(LinkState& s, CUjitInputType type, const void* input, std::size_t size,
-                  const char* fn) {
+                  const char* name, const char* fn) {
   Core& core = Core::get();
   backend::ModuleImage image;
   // The classifier reads fixed-size headers: a copy padded with zeros keeps it inside the
@@ -1129,6 +1131,8 @@ CUresult link_add(LinkState& s, CUjitInputType type, const void* input, std::siz
     while (image.size > 0 && kept[image.size - 1] == 0) --image.size;
     ++image.size;  // with its NUL (the padding holds one)
   }
+  s.names.emplace_back(name != nullptr ? name : "");
+  image.name = s.names.back().c_str();
   s.inputs.push_back(image);
   return CUDA_SUCCESS;
 }
@@ -1165,14 +1169,13 @@ CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** opt
 CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data, size_t size,
                           const char* name, unsigned int numOptions, CUjit_option* options,
                           void** optionValues) {
-  (void)name;  // names appear in NVIDIA's linker messages only
   const char* fn = "cuLinkAddData";
   if (CUresult r = core::check_jit_options({numOptions, options, optionValues}, fn)) return r;
   if (!data || size == 0) return reject(CUDA_ERROR_INVALID_VALUE, fn, "null or empty input");
   std::lock_guard lock(core::g_registry);
   core::LinkState* s = nullptr;
   if (CUresult r = core::link_state_of(state, s, fn)) return r;
-  return core::link_add(*s, type, data, size, fn);
+  return core::link_add(*s, type, data, size, name, fn);
 }
 
 CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void* data, size_t size,
@@ -1196,7 +1199,7 @@ CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* pa
   std::lock_guard lock(core::g_registry);
   core::LinkState* s = nullptr;
   if (CUresult r = core::link_state_of(state, s, fn)) return r;
-  return core::link_add(*s, type, bytes.data(), size, fn);
+  return core::link_add(*s, type, bytes.data(), size, path, fn);
 }
 
 CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char* path,

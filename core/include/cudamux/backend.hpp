@@ -57,7 +57,8 @@ namespace cudamux::backend {
 // 11: NativePools, Backend::native_pools, Queue::allocate_from_pool / free_to_pool
 //     (stream-ordered pools of the device's own driver; issue 16); the compression argument of
 //     VirtualMemory::create, Devices::p2p_atomic_capabilities
-inline constexpr std::uint32_t kAbiVersion = 11;
+// 12: ModuleImage::name (the name a program gave a cuLink* input)
+inline constexpr std::uint32_t kAbiVersion = 12;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -292,6 +293,7 @@ struct ModuleImage {
   const void* data = nullptr;  // valid during load_module only: keep a copy if needed later
   std::size_t size = 0;        // bytes; 0 when unknown (native images delimit themselves)
   unsigned arch = 0;           // cubin: 75 for sm_75; ptx: 75 for compute_75; else 0
+  const char* name = nullptr;  // cuLink* inputs: the program's name for it (linker messages)
 };
 
 // A backend's own image, which delimits itself.

@@ -988,7 +988,9 @@ class NvidiaContext final : public be::DeviceContext {
           type = CU_JIT_INPUT_LIBRARY;
           break;
       }
-      const std::string name = "input" + std::to_string(i);
+      // The program's name for the input, which NVIDIA's messages quote.
+      const std::string name = in.name != nullptr && *in.name != '\0' ? std::string(in.name)
+                                                                      : "input" + std::to_string(i);
       r = api_.cuLinkAddData_v2(state, type, const_cast<void*>(in.data), in.size, name.c_str(), 0,
                                 nullptr, nullptr);
     }
