@@ -908,6 +908,16 @@ void Emitter::emit_function_decl(std::size_t fi) {
   o_ << "static " << fn_signature(fi, fn_names_[fi]) << ";\n";
 }
 
+}  // namespace
+
+bool provides_external_function(std::string_view name) {
+  // The names emit_extern_wrapper gives a body.
+  return name == "vprintf" || name == "__assertfail" || name == "malloc" || name == "free" ||
+         name == "cudaGraphSetConditional";
+}
+
+namespace {
+
 void Emitter::emit_extern_wrapper(std::size_t fi) {
   const auto& f = m_.functions[fi];
   o_ << line(f.loc) << "static " << fn_signature(fi, fn_names_[fi]) << " {\n";

@@ -185,6 +185,95 @@ TEST_F(Link, AnUnresolvedDeviceFunctionFailsTheLink) {
   EXPECT_NE(error.find("scaled"), std::string::npos) << error;
 }
 
+// Relocatable PTX as nvcc -rdc / NVRTC -rdc=true write it, by hand (runs on NVIDIA's JIT
+// linker as it is): each module calls the other's function and one reads the other's variable.
+constexpr char kPtxHeader[] = ".version 7.0\n.target sm_75\n.address_size 64\n";
+constexpr char kScalePtx[] = R"(
+.extern .func (.param .b32 func_retval0) offset_of(.param .b32 p0);
+.visible .global .align 4 .u32 factor = 3;
+.visible .func (.param .b32 func_retval0) scaled(.param .b32 v)
+{
+  .reg .b32 %r<6>;
+  ld.param.u32 %r1, [v];
+  ld.global.u32 %r2, [factor];
+  mul.lo.s32 %r3, %r1, %r2;
+  {
+  .param .b32 a0;
+  st.param.b32 [a0], %r1;
+  .param .b32 rv;
+  call.uni (rv), offset_of, (a0);
+  ld.param.b32 %r4, [rv];
+  }
+  add.s32 %r5, %r3, %r4;
+  st.param.b32 [func_retval0], %r5;
+  ret;
+}
+)";
+constexpr char kApplyPtx[] = R"(
+.extern .func (.param .b32 func_retval0) scaled(.param .b32 v);
+.extern .global .align 4 .u32 factor;
+.visible .func (.param .b32 func_retval0) offset_of(.param .b32 i)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [i];
+  add.s32 %r2, %r1, 1000;
+  st.param.b32 [func_retval0], %r2;
+  ret;
+}
+.visible .entry apply_ptx(.param .u64 p)
+{
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  {
+  .param .b32 a0;
+  st.param.b32 [a0], %r1;
+  .param .b32 rv;
+  call.uni (rv), scaled, (a0);
+  ld.param.b32 %r2, [rv];
+  }
+  ld.global.u32 %r3, [factor];
+  mul.lo.s32 %r3, %r3, 100000;
+  add.s32 %r4, %r2, %r3;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd3, %rd2, %rd3;
+  st.global.u32 [%rd3], %r4;
+  ret;
+}
+)";
+
+TEST_F(Link, RelocatablePtxModulesResolveEachOthersSymbols) {
+  if (backend() == "hip") GTEST_SKIP() << "the hip backend has no linker (hip.md)";
+  const std::string scale = std::string(kPtxHeader) + kScalePtx;
+  const std::string apply = std::string(kPtxHeader) + kApplyPtx;
+  std::string linked, error;
+  ASSERT_OK(link_all({&apply, &scale}, linked, error)) << error;
+  CUmodule m = nullptr;
+  ASSERT_OK(cuModuleLoadData(&m, linked.data()));
+  CUfunction f = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&f, m, "apply_ptx"));
+  CUdeviceptr factor = 0;
+  size_t bytes = 0;
+  ASSERT_OK(cuModuleGetGlobal_v2(&factor, &bytes, m, "factor"));
+  EXPECT_EQ(bytes, sizeof(unsigned));
+  const unsigned five = 5;
+  ASSERT_OK(cuMemcpyHtoD_v2(factor, &five, sizeof five));
+  DeviceBuffer buf(32 * sizeof(unsigned));
+  void* args[] = {&buf.ptr};
+  ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+  std::vector<unsigned> host(32);
+  ASSERT_OK(cuMemcpyDtoH_v2(host.data(), buf.ptr, host.size() * sizeof(unsigned)));
+  for (unsigned i = 0; i < 32; ++i) EXPECT_EQ(host[i], i * 5 + i + 1000 + 500000u) << i;
+  EXPECT_OK(cuModuleUnload(m));
+  // Without the module defining them: NVIDIA's "Undefined reference" (INVALID_SOURCE).
+  EXPECT_EQ(link_all({&apply}, linked, error), CUDA_ERROR_INVALID_SOURCE);
+  EXPECT_NE(error.find("scaled"), std::string::npos) << error;
+  // Defined twice: the link fails too.
+  EXPECT_NE(link_all({&apply, &scale, &scale}, linked, error), CUDA_SUCCESS);
+}
+
 TEST_F(LinkedPrograms, InputsFromFilesAndTheVersionedEntryPoints) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("cudamux-link-" + std::to_string(::getpid()));

@@ -11,6 +11,7 @@
 
 #include "cudamux/ptx/cfg.hpp"
 #include "cudamux/ptx/ir.hpp"
+#include "cudamux/ptx/link.hpp"
 
 namespace px = cudamux::ptx;
 
@@ -52,34 +53,24 @@ void check_operand(const px::Module& m, const px::Function& f, const px::Operand
   for (const auto& e : o.elems) check_operand(m, f, e);
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::vector<px::Diagnostic> diags;
-  const auto m = px::parse(text, diags);
-  if (!m) {
-    check(!diags.empty() && !diags[0].message.empty());
-    return 0;
-  }
-  check(diags.empty());
-  for (const auto& v : m->globals)
+void check_module(const px::Module& m) {
+  for (const auto& v : m.globals)
     for (const auto& in : v.init)
       if (in.is_symbol) {
         check(in.sym.kind == px::SymbolRef::Kind::global ||
               in.sym.kind == px::SymbolRef::Kind::function);
-        check_sym(*m, px::Function{}, in.sym);
+        check_sym(m, px::Function{}, in.sym);
       }
-  for (const auto& f : m->functions) {
+  for (const auto& f : m.functions) {
     for (const auto& l : f.labels) check(l.instruction <= f.body.size());
     for (const auto& p : f.prototypes) check(p.label < f.labels.size());
     for (const auto& t : f.target_lists) {
       check(t.label < f.labels.size());
-      for (auto x : t.targets) check(x < (t.calls ? m->functions.size() : f.labels.size()));
+      for (auto x : t.targets) check(x < (t.calls ? m.functions.size() : f.labels.size()));
     }
     for (const auto& in : f.body) {
       if (in.guarded) check(in.guard_reg < f.registers.size());
-      for (const auto& o : in.operands) check_operand(*m, f, o);
+      for (const auto& o : in.operands) check_operand(m, f, o);
       std::vector<std::uint32_t> uses, defs;
       px::uses_and_defs(in, uses, defs);
       for (auto r : uses) check(r < f.registers.size());
@@ -99,6 +90,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check(lv.live_in.size() == cfg.blocks.size() && lv.live_out.size() == cfg.blocks.size());
     }
   }
-  check(px::analyse_reach(*m).size() == m->functions.size());
+  check(px::analyse_reach(m).size() == m.functions.size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::vector<px::Diagnostic> diags;
+  const auto m = px::parse(text, diags);
+  if (!m) {
+    check(!diags.empty() && !diags[0].message.empty());
+    return 0;
+  }
+  check(diags.empty());
+  check_module(*m);
+  // The linker (relocatable device code) over what parse() accepted: alone, and with itself
+  // (every strong symbol defined twice). It fails with a diagnostic or gives a module whose
+  // indices all name something.
+  for (int copies = 1; copies <= 2; ++copies) {
+    std::vector<px::Module> inputs(static_cast<std::size_t>(copies), *m);
+    const px::LinkOutcome linked = px::link(std::move(inputs));
+    if (!linked.module) {
+      check(!linked.diagnostics.empty());
+      continue;
+    }
+    check_module(*linked.module);
+  }
   return 0;
 }

@@ -168,6 +168,12 @@ be::Status load_module_image(const void* image, spdlog::logger& log,
 // image (self-delimiting text); or straight into a loaded module.
 be::Status translate_ptx(const be::ModuleImage& image, MockCompiler& compiler, spdlog::logger& log,
                          std::vector<char>& native);
+// cuLink* of PTX inputs (relocatable or whole programs): parsed, linked into one module
+// (ptx::link: extern declarations reach other inputs' definitions), translated and compiled
+// into one native image. A failed link: CUDA_ERROR_INVALID_SOURCE and NVIDIA-style lines
+// ("error   : Undefined reference to 'f'") in `link_log`.
+be::Status link_ptx(const std::vector<be::ModuleImage>& inputs, MockCompiler& compiler,
+                    spdlog::logger& log, std::vector<char>& native, std::string& link_log);
 // Lazily by default: parsed at load, each kernel translated and compiled at its first launch
 // (the eager whole-module translation under memcheck, with CUDAMUX_MOCK_PTX_LAZY=0, and for
 // modules whose variables hold function addresses).

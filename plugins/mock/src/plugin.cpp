@@ -267,19 +267,18 @@ class MockContext final : public be::DeviceContext {
   bool link(const std::vector<be::ModuleImage>& inputs,
             const std::vector<std::pair<CUjit_option, void*>>& /*options: nothing to tune*/,
             std::vector<unsigned char>& out, std::string& log, be::Status& st) override {
-    // PTX inputs are translated first (each one a whole program: no cross-input symbols).
-    std::vector<std::vector<char>> translated;
-    std::vector<be::ModuleImage> native = inputs;
-    for (auto& in : native) {
-      if (in.kind != be::ImageKind::ptx) continue;
-      translated.emplace_back();
-      st = translate_ptx(in, *kernels_->compiler, *kernels_->log, translated.back());
-      if (!st.ok()) {
-        log = "a PTX input does not translate (see the log)";
-        return true;
-      }
-      in = be::ModuleImage{be::ImageKind::native, translated.back().data(),
-                           translated.back().size(), in.arch};
+    // PTX inputs are linked with each other first (their extern declarations reach each
+    // other's definitions), into one native image.
+    std::vector<be::ModuleImage> ptx_inputs;
+    std::vector<be::ModuleImage> native;
+    for (const auto& in : inputs)
+      (in.kind == be::ImageKind::ptx ? ptx_inputs : native).push_back(in);
+    std::vector<char> from_ptx;
+    if (!ptx_inputs.empty()) {
+      st = link_ptx(ptx_inputs, *kernels_->compiler, *kernels_->log, from_ptx, log);
+      if (!st.ok()) return true;
+      native.push_back(be::ModuleImage{be::ImageKind::native, from_ptx.data(), from_ptx.size(),
+                                       ptx_inputs.front().arch});
     }
     // Relocatable device code (-rdc) is linked as nvlink would, into one module image that
     // joins the whole programs' bundle.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cudamux/ptx/ir.hpp"
@@ -52,5 +53,9 @@ struct EmitResult {
 };
 
 EmitResult emit_cpp(const Module& m, const EmitOptions& options = {});
+
+// Whether `name`, declared `.extern .func` and defined by no module, is one the generated code
+// provides (the device runtime's vprintf, __assertfail, malloc, free, cudaGraphSetConditional).
+bool provides_external_function(std::string_view name);
 
 }  // namespace cudamux::ptx
