@@ -25,7 +25,8 @@ done
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   mkdir -p "$pack/nvcc"
-  for prog in nvcc_registered_shared nvcc_registered_static nvcc_device_query; do
+  for prog in nvcc_registered_shared nvcc_registered_static nvcc_device_query nvcc_rdc_shared \
+      nvcc_rdc_static; do
     [[ -x $build/tests/nvcc/$prog ]] && cp "$build/tests/nvcc/$prog" "$pack/nvcc/"
   done
   "$nvcc" -O2 -o "$pack/nvcc/bench_registered_launch_static" bench/bench_registered_launch.cu

@@ -81,7 +81,54 @@ CUresult load_module_locked(Context& ctx, const void* image, Library* lib, Modul
   auto m = std::make_unique<Module>();
   m->ctx = &ctx;
   m->library = lib;
-  const auto st = ctx.impl->load_module(resolved.image, m->impl);
+  std::vector<unsigned char> linked;
+  if (!resolved.link_inputs.empty()) {
+    // Relocatable device code's PTX (module_image.hpp): linked as cuLink* would, then loaded.
+    std::string link_log;
+    backend::Status link_st;
+    if (!ctx.impl->link(resolved.link_inputs, {}, linked, link_log, link_st)) {
+      core.log().error("{} (and the backend links no PTX)", resolved.link_error);
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    if (!link_st.ok()) {
+      core.log().error("{}: linking the relocatable objects' PTX failed: {}", fn, link_log);
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    resolved.image = backend::native_image(linked.data());
+  }
+  auto st = ctx.impl->load_module(resolved.image, m->impl);
+  if (!st.ok() && resolved.image.kind == backend::ImageKind::nvidia_fatbin) {
+    // The linked SASS of an -rdc program built for another GPU: NVIDIA's driver refuses it,
+    // and NVIDIA's runtime then links the objects' relocatable fat binaries for the GPU
+    // (measured: nvcc -rdc for sm_75 runs on an H100). So does cudamux, with the backend's
+    // linker (the driver JIT-compiles each object's PTX).
+    std::vector<std::byte> section;
+    std::vector<fatbin::Entry> entries;
+    std::string why;
+    if (relocatable_fat_binaries(resolved.image.data, section, entries, why)) {
+      std::vector<backend::ModuleImage> inputs;
+      for (std::size_t at = 0; at < section.size();) {
+        const auto n = fatbin::extent(section.data() + at);
+        if (!n || *n > section.size() - at) break;
+        inputs.push_back({backend::ImageKind::nvidia_fatbin, section.data() + at, *n, 0});
+        at += *n;
+      }
+      std::string link_log;
+      backend::Status link_st;
+      if (!inputs.empty() && ctx.impl->link(inputs, {}, linked, link_log, link_st) &&
+          link_st.ok()) {
+        core.log().info(
+            "{}: the fat binary's linked SASS did not load; its {} relocatable "
+            "object(s) were linked for the device instead",
+            fn, inputs.size());
+        st = ctx.impl->load_module(backend::native_image(linked.data()), m->impl);
+      } else if (!link_log.empty()) {
+        core.log().warn("{}: linking the relocatable objects failed: {}", fn, link_log);
+      }
+    } else if (!why.empty()) {
+      core.log().warn("{}: {}", fn, why);
+    }
+  }
   if (!st.ok()) {
     const CUresult r = core.map(st, fn);
     core.log().warn("{}: the '{}' backend did not load the module image ({})", fn,

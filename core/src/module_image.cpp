@@ -3,10 +3,13 @@
 #include "module_image.hpp"
 
 #include <elf.h>
+#include <link.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <span>
 #include <string_view>
 
@@ -127,6 +130,124 @@ CUresult classify_image(const void* image, be::ModuleImage& out, std::string& wh
   return CUDA_SUCCESS;
 }
 
+namespace {
+
+// The loaded ELF object (file path and load bias) whose segments hold `address`.
+struct ObjectOf {
+  const void* address = nullptr;
+  std::string path;
+  std::uintptr_t bias = 0;
+  bool found = false;
+};
+
+int find_object(dl_phdr_info* info, std::size_t, void* data) {
+  auto* o = static_cast<ObjectOf*>(data);
+  const auto a = reinterpret_cast<std::uintptr_t>(o->address);
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const std::uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    if (a >= start && a - start < ph.p_memsz) {
+      // The main program's name is empty here; its file is /proc/self/exe.
+      o->path = info->dlpi_name != nullptr && *info->dlpi_name != '\0' ? info->dlpi_name
+                                                                       : "/proc/self/exe";
+      o->bias = info->dlpi_addr;
+      o->found = true;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// The bytes of section `name` of the ELF file at `path` (read from the file: section headers
+// are not loaded into memory). False when the file cannot be read, is not a 64-bit ELF, a
+// header points outside it, or there is no such section.
+bool read_section(const std::string& path, std::string_view name, std::vector<std::byte>& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<std::uint64_t>(in.tellg());
+  auto read_at = [&](std::uint64_t at, void* to, std::uint64_t n) {
+    if (at > file_size || n > file_size - at) return false;
+    in.seekg(static_cast<std::streamoff>(at));
+    return static_cast<bool>(in.read(static_cast<char*>(to), static_cast<std::streamsize>(n)));
+  };
+  Elf64_Ehdr eh{};
+  if (!read_at(0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shstrndx >= eh.e_shnum)
+    return false;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  if (!read_at(eh.e_shoff, sh.data(), sh.size() * sizeof(Elf64_Shdr))) return false;
+  const Elf64_Shdr& strtab = sh[eh.e_shstrndx];
+  std::string names(strtab.sh_size, '\0');
+  if (!read_at(strtab.sh_offset, names.data(), names.size())) return false;
+  for (const auto& s : sh) {
+    if (s.sh_name >= names.size() || s.sh_type == SHT_NOBITS) continue;
+    if (std::string_view(names.c_str() + s.sh_name) != name) continue;
+    if (s.sh_size > (std::uint64_t{1} << 30)) return false;
+    out.resize(s.sh_size);
+    return read_at(s.sh_offset, out.data(), out.size());
+  }
+  return false;
+}
+
+}  // namespace
+
+bool relocatable_fat_binaries(const void* image, std::vector<std::byte>& section,
+                              std::vector<fatbin::Entry>& entries, std::string& why) {
+  ObjectOf object;
+  object.address = image;
+  if (::dl_iterate_phdr(find_object, &object) == 0 || !object.found) return false;
+  if (!read_section(object.path, "__nv_relfatbin", section)) return false;
+  if (!fatbin::parse(section, entries, why)) {
+    why = "the relocatable objects' fat binaries of " + object.path + " are damaged: " + why;
+    return false;
+  }
+  return !entries.empty();
+}
+
+namespace {
+
+// For a fat binary of linked SASS only (no PTX of any arch): the PTX of the relocatable
+// objects it was linked from, picked per object as for a device of `device_arch`, as link
+// inputs. None when there is no __nv_relfatbin section or an object has no PTX that fits
+// (the link would be incomplete); `why` says which.
+void find_relocatable_ptx(const void* image, const std::vector<fatbin::Entry>& linked_entries,
+                          unsigned device_arch, ResolvedImage& out, std::string& why) {
+  for (const auto& e : linked_entries)
+    if (e.kind == fatbin::Kind::ptx) return;  // not a linked -rdc image
+  std::vector<std::byte> section;
+  std::vector<fatbin::Entry> parts;
+  if (!relocatable_fat_binaries(image, section, parts, why)) return;
+  std::size_t containers = 0;
+  for (const auto& p : parts) containers = std::max(containers, p.container + 1);
+  std::vector<std::vector<std::byte>> ptx;
+  for (std::size_t c = 0; c < containers; ++c) {
+    std::vector<fatbin::Entry> mine;
+    for (const auto& p : parts)
+      if (p.container == c) mine.push_back(p);
+    auto pick = fatbin::select_ptx(mine, device_arch);
+    if (!pick) pick = fatbin::select_ptx_for_sass(mine, device_arch);
+    if (!pick) {
+      why = "relocatable object " + std::to_string(c + 1) + " of " + std::to_string(containers) +
+            " holds " + fatbin::describe(mine) + ", no PTX for this device";
+      return;
+    }
+    ptx.emplace_back();
+    if (!fatbin::decompress(mine[*pick], ptx.back(), why)) {
+      why = "relocatable object " + std::to_string(c + 1) + ": " + why;
+      return;
+    }
+  }
+  out.relocatable.clear();
+  for (auto& p : ptx) out.relocatable.push_back(std::move(p));
+  for (const auto& p : out.relocatable)
+    out.link_inputs.push_back({be::ImageKind::ptx, p.data(), p.size(), device_arch});
+}
+
+}  // namespace
+
 CUresult resolve_image(const void* image, be::Backend& backend, int device, ResolvedImage& out,
                        const char* fn) noexcept {
   Core& core = Core::get();
@@ -179,11 +300,29 @@ CUresult resolve_image(const void* image, be::Backend& backend, int device, Reso
     }
   }
   if (!pick) {
-    core.log().error(
+    const std::string refusal = fmt::format(
         "{}: the fat binary holds {}; nothing in it runs on the '{}' backend for a device of "
         "compute capability {}.{}, which loads {}",
         fn, out.holds.empty() ? "no entries" : out.holds, backend.name(), device_arch / 10,
         device_arch % 10, backend.image_needs());
+    // Linked relocatable device code: the objects' PTX, to be linked by the backend.
+    std::string rdc_why;
+    if (image_kind_allowed(backend, be::ImageKind::ptx)) {
+      try {
+        find_relocatable_ptx(out.image.data, entries, device_arch, out, rdc_why);
+      } catch (...) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+    }
+    if (!out.link_inputs.empty()) {
+      core.log().info(
+          "{}: the fat binary holds {} linked from relocatable device code; the PTX of its {} "
+          "object(s) is linked for the '{}' backend instead",
+          fn, out.holds, out.link_inputs.size(), backend.name());
+      out.link_error = refusal;
+      return CUDA_SUCCESS;
+    }
+    core.log().error("{}{}", refusal, rdc_why.empty() ? "" : " (" + rdc_why + ")");
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   const fatbin::Entry& e = entries[*pick];
