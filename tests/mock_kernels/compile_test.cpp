@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include "kernel_fixture.hpp"
 
@@ -761,7 +762,11 @@ TEST_F(MockCompile, UnreadableHeaderPtxNamesTheHeadersLine) {
         "  return r;\n}\n"}});
   ASSERT_TRUE(c.status.ok());
   EXPECT_FALSE(c.result.success);
-  EXPECT_NE(c.result.log.find("odd.cuh:3: Error: "), std::string::npos) << c.result.log;
+  // GNU as names the line ("odd.cuh:3: Error: "); clang's integrated assembler the line and
+  // column of the statement's text (CUDAMUX_MOCK_CXX=clang++).
+  EXPECT_TRUE(c.result.log.find("odd.cuh:3: Error: ") != std::string::npos ||
+              c.result.log.find("odd.cuh:3:7: error: ") != std::string::npos)
+      << c.result.log;
 }
 
 TEST_F(MockCompile, InlinePtxErrorsNameTheStatementsLine) {
@@ -774,6 +779,37 @@ TEST_F(MockCompile, InlinePtxErrorsNameTheStatementsLine) {
   EXPECT_NE(c.result.log.find("bad_asm.cu:3: error: inline PTX"), std::string::npos)
       << c.result.log;
 }
+
+// A [mock] compiler that is neither GCC nor Clang (here one that runs and says nothing, and one
+// that is missing) fails the compile with CUDA's error for a missing JIT compiler, and the log
+// names the compiler; the compiler's family is asked only when something must compile.
+class MockCompileUnusable : public KernelTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  std::string config() override {
+    return std::string("[mock]\nmemory = 268435456\ncompiler = \"") + GetParam() + "\"\n";
+  }
+  void SetUp() override {
+    // The variable wins over the config (it may name clang++ for a run of the whole suite).
+    if (const char* e = std::getenv("CUDAMUX_MOCK_CXX")) saved_ = e;
+    ::unsetenv("CUDAMUX_MOCK_CXX");
+    KernelTest::SetUp();
+  }
+  void TearDown() override {
+    if (saved_) ::setenv("CUDAMUX_MOCK_CXX", saved_->c_str(), 1);
+  }
+  std::optional<std::string> saved_;
+};
+
+TEST_P(MockCompileUnusable, FailsWithJitCompilerNotFoundAndSaysWhy) {
+  auto c = compile(std::string(kSaxpy) + "// " + GetParam() + "\n");
+  EXPECT_EQ(cu(c.status), CUDA_ERROR_JIT_COMPILER_NOT_FOUND);
+  EXPECT_FALSE(c.result.success);
+  EXPECT_NE(log_text().find("is not a usable C++ compiler"), std::string::npos) << log_text();
+  EXPECT_NE(log_text().find(GetParam()), std::string::npos) << log_text();
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, MockCompileUnusable,
+                         ::testing::Values("/bin/true", "/nonexistent/cudamux-no-such-c++"));
 
 }  // namespace
 }  // namespace cudamux::mock::test

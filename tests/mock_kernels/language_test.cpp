@@ -369,6 +369,28 @@ extern "C" __global__ void k(int* p) {
   EXPECT_NE(log_text().find("Assertion"), std::string::npos);
 }
 
+// -DNDEBUG given to the compile turns assert off, as in NVIDIA's NVRTC, although the precompiled
+// prelude is built without the program's own macros (under g++ and clang++ alike).
+TEST_F(MockLanguage, NdebugOptionTurnsAssertOff) {
+  be::CompileOptions o;
+  o.defines.emplace_back("NDEBUG", "");
+  auto m = build(R"(
+extern "C" __global__ void k(int* p) {
+  assert(p[0] == 1);
+  p[1] = 2;
+}
+)",
+                 o);
+  ASSERT_TRUE(m);
+  auto* p = dev<int>(2);
+  p[0] = 0;
+  p[1] = 0;
+  auto q = queue();
+  ASSERT_EQ(launch(*q, m->function("k"), {1}, {1}, 0, p), CUDA_SUCCESS);
+  EXPECT_EQ(cu(q->synchronize()), CUDA_SUCCESS);
+  EXPECT_EQ(p[1], 2);
+}
+
 TEST_F(MockLanguage, AssertSkipsTheRemainingBlocks) {
   auto m = build(R"(
 extern "C" __global__ void k(int* count) {

@@ -351,8 +351,9 @@ int main(int argc, char** argv) {
   const std::string real = cxx != nullptr && *cxx != '\0' ? cxx : "g++";
   {
     std::ofstream w(g_dir + "/cxx");
-    // (Precompiled header builds, once per process here, are not kernel compiles.)
-    w << "#!/bin/sh\ncase \"$*\" in *c++-header*) ;; *) echo run >> '" << g_dir
+    // (Precompiled header builds and the question of the compiler's family, `-dM -E`, once per
+    // process here, are not kernel compiles.)
+    w << "#!/bin/sh\ncase \"$*\" in *c++-header*|*-dM*) ;; *) echo run >> '" << g_dir
       << "/compiles' ;; esac\nexec " << real << " \"$@\"\n";
   }
   fs::permissions(g_dir + "/cxx", fs::perms::owner_all);

@@ -413,16 +413,42 @@ Run run_process(const std::vector<std::string>& argv) {
 }
 
 // Compiler messages in the user's terms: no temporary folders, prelude or command line.
-// g++'s "FILE:LINE:COL: fatal error: NAME: No such file or directory" in NVIDIA's NVRTC words,
+// g++'s "FILE:LINE:COL: fatal error: NAME: No such file or directory" (clang's "...: fatal error:
+// 'NAME' file not found", and "...: error: 'NAME' file not found with <angled> include; ...")
+// in NVIDIA's NVRTC words,
 // "FILE(LINE): catastrophic error: cannot open source file "NAME"": Jitify (CuPy's, and
 // others') finds the missing header's name and line in the log by that wording, then supplies
 // the header and compiles again. Other lines are returned as they are.
 std::string nvrtc_missing_include(const std::string& line) {
   static constexpr std::string_view kFatal = ": fatal error: ";
+  static constexpr std::string_view kError = ": error: ";
   static constexpr std::string_view kMissing = ": No such file or directory";
-  const std::size_t fatal = line.find(kFatal);
-  if (fatal == std::string::npos || !line.ends_with(kMissing)) return line;
-  // Before kFatal: FILE:LINE:COL, the two numbers counted from the right (FILE may hold ':').
+  static constexpr std::string_view kClangMissing = "' file not found";
+  static constexpr std::string_view kClangAngled = " with <angled> include; use \"quotes\" instead";
+  std::size_t fatal = line.find(kFatal);
+  std::size_t name_at = fatal == std::string::npos ? fatal : fatal + kFatal.size();
+  if (fatal == std::string::npos) {
+    fatal = line.find(kError);
+    if (fatal == std::string::npos) return line;
+    name_at = fatal + kError.size();
+  }
+  std::size_t name_end = std::string::npos;
+  if (line.ends_with(kMissing) && line.compare(fatal, kFatal.size(), kFatal) == 0) {
+    name_end = line.size() - kMissing.size();
+  } else if (name_at < line.size() && line[name_at] == '\'') {
+    // Clang quotes the name; the angled form is an error it recovers from, not a fatal one.
+    const std::string_view rest =
+        line.ends_with(kClangAngled)
+            ? std::string_view(line).substr(0, line.size() - kClangAngled.size())
+            : std::string_view(line);
+    if (!rest.ends_with(kClangMissing)) return line;
+    ++name_at;
+    name_end = rest.size() - kClangMissing.size();
+  } else {
+    return line;
+  }
+  // Before the message: FILE:LINE:COL, the two numbers counted from the right (FILE may hold
+  // ':').
   const std::size_t col_colon = line.rfind(':', fatal - 1);
   if (col_colon == std::string::npos || col_colon == 0) return line;
   const std::size_t line_colon = line.rfind(':', col_colon - 1);
@@ -430,8 +456,6 @@ std::string nvrtc_missing_include(const std::string& line) {
   const std::string_view number(line.data() + line_colon + 1, col_colon - line_colon - 1);
   if (number.empty() || number.find_first_not_of("0123456789") != std::string_view::npos)
     return line;
-  const std::size_t name_at = fatal + kFatal.size();
-  const std::size_t name_end = line.size() - kMissing.size();
   if (name_end <= name_at) return line;
   return line.substr(0, line_colon) + "(" + std::string(number) +
          "): catastrophic error: cannot open source file \"" +
@@ -513,6 +537,80 @@ std::string compiler_identity(const std::string& compiler) {
   struct stat st {};
   if (ec || ::stat(real.c_str(), &st) != 0) return compiler;
   return real.string() + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+}
+
+// The mock's compiler is GCC or Clang (CUDAMUX_MOCK_CXX, [mock] compiler); their flags differ
+// (docs/performance.md, "Back end: g++ against LLVM (clang++ 14)").
+enum class CompilerFamily { kGcc, kClang, kUnusable };
+
+struct CompilerInfo {
+  CompilerFamily family = CompilerFamily::kUnusable;
+  std::string why;  // for kUnusable: what the compiler said, or why it did not run
+};
+
+// Asks the compiler once per process (per identity: path, size, mtime) which family it is:
+// its predefined macros (`-dM -E`) name __clang__ (Clang, and compilers built on it) or only
+// __GNUC__ (GCC). Its output is a list of #define lines, read line by line.
+const CompilerInfo& compiler_info(const std::string& compiler) {
+  static std::mutex mu;
+  static std::map<std::string, CompilerInfo> known;
+  std::lock_guard lock(mu);
+  const std::string id = compiler_identity(compiler);
+  if (const auto it = known.find(id); it != known.end()) return it->second;
+  CompilerInfo info;
+  const Run run = run_process({compiler, "-dM", "-E", "-x", "c++", "/dev/null"});
+  if (run.exit_code != 0) {
+    info.why = run.output.empty() ? "it exited with status " + std::to_string(run.exit_code)
+                                  : run.output.substr(0, 500);
+  } else {
+    bool clang = false;
+    bool gnu = false;
+    std::istringstream lines(run.output);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.starts_with("#define __clang__ ")) clang = true;
+      if (l.starts_with("#define __GNUC__ ")) gnu = true;
+    }
+    if (clang)
+      info.family = CompilerFamily::kClang;
+    else if (gnu)
+      info.family = CompilerFamily::kGcc;
+    else
+      info.why = "it defines neither __GNUC__ nor __clang__ (GCC or Clang is needed)";
+  }
+  return known.emplace(id, std::move(info)).first->second;
+}
+
+// The compile flags are written in GCC's spelling (and so enter the cache key; the compiler's
+// identity is in the key too, and decides the family). Clang's spelling of the same command:
+std::vector<std::string> for_family(CompilerFamily family, std::vector<std::string> argv) {
+  if (family != CompilerFamily::kClang) return argv;
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  for (auto& a : argv) {
+    // Clang merges identical functions only when asked (-fmerge-functions; its linker ICF is
+    // lld's --icf, off by default): kernels keep distinct addresses without a flag.
+    if (a == "-fno-ipa-icf") continue;
+    // Clang never emits STB_GNU_UNIQUE symbols (its inline variables and template statics are
+    // weak, checked with readelf): modules stay unloadable without a flag.
+    if (a == "-fno-gnu-unique") continue;
+    // Clang accepts and ignores it: LLVM has no non-call exceptions on Linux. A fault thrown
+    // from the signal handler (issue 9) still unwinds through frames without cleanups (x86-64
+    // unwind tables are asynchronous by default): translated PTX and most CUDA C++ kernels. A
+    // kernel frame with cleanups of its own around the faulting access (a local with a
+    // destructor, a try block) has no landing pad for that instruction and the unwinder calls
+    // std::terminate (docs/performance.md, "Back end: g++ against LLVM (clang++ 14)").
+    if (a == "-fnon-call-exceptions") continue;
+    // Clang ignores it (its -E leaves the precompiled prelude out of the text altogether).
+    if (a == "-fpch-preprocess") continue;
+    // GCC's --param=asan-X=N is clang's -mllvm -asan-X=N.
+    if (a.starts_with("--param=asan-")) {
+      out.emplace_back("-mllvm");
+      out.push_back("-" + a.substr(std::string_view("--param=").size()));
+      continue;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 // Contents of every built-in header (the prelude's identity); computed once.
@@ -703,7 +801,11 @@ bool disk_files_unchanged(const fs::path& stamps_file) {
 // small, so parsing those headers was most of its compile time (docs/performance.md, "PTX
 // kernels compiled at first launch", "NVRTC programs: compile time and barrier kernels").
 // Returns the header to force-include, or "" when none could be built (the plain prelude
-// then). A stale or mismatched .gch is harmless: g++ then reads the header's text.
+// then). A stale or mismatched .gch is harmless: g++ then reads the header's text. For Clang the
+// header is `<header>.pch` (clang's own format, used through -include-pch); Clang refuses a
+// stale one rather than reading the text, so the header's folder is keyed on the prelude's
+// contents and the .pch records no timestamps (a reinstalled prelude of the same contents
+// keeps it valid).
 const std::string& cpu_identity();
 
 // NVIDIA's NVRTC passes over an -I naming a file (tinygrad adds `-I$CUDA_PATH/include`, where
@@ -731,7 +833,7 @@ bool gold_available() {
 // `kind` names the header: "ptx" (prelude and ptx_ops.h, for translated PTX) or "nvrtc" (the
 // prelude alone, for CUDA C++ programs). `flags` are the compile flags that can change the
 // header's meaning (no link flags, no -MD, none of the program's own -D/-U).
-std::string ensure_pch(std::string_view kind, const std::string& compiler,
+std::string ensure_pch(std::string_view kind, const std::string& compiler, CompilerFamily family,
                        const std::string& pch_root, const DeviceFiles& files,
                        const std::vector<std::string>& flags, spdlog::logger& log) {
   static std::mutex mu;  // one build per process at a time; other processes: atomic rename
@@ -750,7 +852,8 @@ std::string ensure_pch(std::string_view kind, const std::string& compiler,
   const fs::path dir = fs::path(pch_root) / "mock-pch" / h.digest().substr(0, 24);
   const std::string base = ptx ? "cudamux_ptx_pch.h" : "cudamux_nvrtc_pch.h";
   const fs::path header = dir / base;
-  const fs::path gch = dir / (base + ".gch");
+  const bool clang = family == CompilerFamily::kClang;
+  const fs::path gch = dir / (base + (clang ? ".pch" : ".gch"));
   std::lock_guard lock(mu);
   std::error_code ec;
   if (fs::is_regular_file(gch, ec) && fs::is_regular_file(header, ec)) return header.string();
@@ -769,8 +872,10 @@ std::string ensure_pch(std::string_view kind, const std::string& compiler,
   argv.push_back(header.string());
   argv.push_back("-o");
   argv.push_back(tmp);
+  if (clang)
+    for (const char* a : {"-Xclang", "-fno-pch-timestamp"}) argv.emplace_back(a);
   const auto t0 = std::chrono::steady_clock::now();
-  const Run run = run_process(argv);
+  const Run run = run_process(for_family(family, std::move(argv)));
   if (run.exit_code != 0 || ::rename(tmp.c_str(), gch.c_str()) != 0) {
     log.debug("mock compiler: no precompiled header for {} code: {}", kind,
               run.output.substr(0, 500));
@@ -1606,6 +1711,18 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     }
   }
 
+  // Only a compile asks which compiler family it runs (a cache hit needs no compiler).
+  const CompilerInfo& compiler = compiler_info(settings_.compiler);
+  if (compiler.family == CompilerFamily::kUnusable) {
+    // CUDA's answer to a missing PTX JIT; NVRTC's through the policy (core/src/nvrtc.cpp).
+    log_->error(
+        "mock compiler: '{}' ([mock] compiler, CUDAMUX_MOCK_CXX) is not a usable C++ compiler: "
+        "{}",
+        settings_.compiler, compiler.why);
+    return status(CUDA_ERROR_JIT_COMPILER_NOT_FOUND);
+  }
+  const CompilerFamily family = compiler.family;
+
   // A private working folder with the program, its headers and the output.
   std::string tmpl = (fs::temp_directory_path() / "cudamux-nvrtc-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
@@ -1769,12 +1886,18 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   // compile of a small program: ~60% of g++'s time was parsing the prelude; performance.md).
   std::string pch;
   if (generated && !settings_.pch_dir.empty() && settings_.ptx_pch && o.pre_includes.empty())
-    pch = ensure_pch("ptx", settings_.compiler, settings_.pch_dir, files, flags, *log_);
+    pch = ensure_pch("ptx", settings_.compiler, family, settings_.pch_dir, files, flags, *log_);
   if (!generated && !settings_.pch_dir.empty() && settings_.nvrtc_pch)
-    pch = ensure_pch("nvrtc", settings_.compiler, settings_.pch_dir, files, pch_flags, *log_);
+    pch =
+        ensure_pch("nvrtc", settings_.compiler, family, settings_.pch_dir, files, pch_flags, *log_);
   const std::string prelude_file =
       pch.empty() ? (fs::path(files.include_dir) / "cudamux" / "prelude.h").string() : pch;
-  argv.push_back(prelude_file);
+  if (!pch.empty() && family == CompilerFamily::kClang) {
+    argv.back() = "-include-pch";
+    argv.push_back(pch + ".pch");
+  } else {
+    argv.push_back(prelude_file);
+  }
   // A stale header is harmless either way (g++ reads the plain text instead); only code we
   // generate says so, a program's log stays its own.
   if (!pch.empty() && generated) argv.push_back("-Winvalid-pch");
@@ -1822,6 +1945,8 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
     argv.push_back("-L" + files.lib_dir);
     argv.push_back("-lcudamux-device");
   }
+  argv = for_family(family, std::move(argv));
+  pp_argv = for_family(family, std::move(pp_argv));
 
   const auto t0 = std::chrono::steady_clock::now();
   std::string pp_log;  // the preprocessing step's messages (#warning), before the compile's
@@ -1875,7 +2000,11 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   // (translate_preprocessed_asm); compiled again when any was.
   if (run.exit_code > 0 && run.exit_code < 128 && !generated && !translate_pp_asm &&
       (run.output.find(": Error: ") != std::string::npos ||
-       run.output.find("impossible constraint in") != std::string::npos)) {
+       run.output.find("impossible constraint in") != std::string::npos ||
+       // Clang's words: its integrated assembler's messages name "<inline asm>".
+       run.output.find("<inline asm>:") != std::string::npos ||
+       run.output.find("invalid output constraint") != std::string::npos ||
+       run.output.find("invalid input constraint") != std::string::npos)) {
     // What the first compile read, for the fission retry below if nothing is translated.
     auto first_pp = pp;
     auto first_kernels = kernels;
@@ -2087,8 +2216,16 @@ be::Status MockCompiler::link_objects(const std::vector<std::string_view>& objec
   for (const std::string& a : {std::string("-o"), (dir / "module.so").string(),
                                "-L" + files.lib_dir, std::string("-lcudamux-device")})
     argv.push_back(a);
+  const CompilerInfo& compiler = compiler_info(settings_.compiler);
+  if (compiler.family == CompilerFamily::kUnusable) {
+    log_->error(
+        "mock linker: '{}' ([mock] compiler, CUDAMUX_MOCK_CXX) is not a usable C++ "
+        "compiler: {}",
+        settings_.compiler, compiler.why);
+    return status(CUDA_ERROR_JIT_COMPILER_NOT_FOUND);
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  const Run run = run_process(argv);
+  const Run run = run_process(for_family(compiler.family, std::move(argv)));
   ++runs_;
   if (run.exit_code < 0 || run.exit_code >= 128) {
     log_->error("mock linker: {} failed to run: {}", settings_.compiler, run.output);

@@ -1,6 +1,38 @@
 // Built-in (cudamux mock): half precision basics. Storage is IEEE binary16; arithmetic goes
 // through float and rounds back, which is what a GPU's half ops give for single operations.
 #pragma once
+namespace cudamux::half_detail {
+#if defined(__clang__) && __clang_major__ < 15
+// Clang 14 has no _Float16 on x86 (the mock's compiler may be clang++: CUDAMUX_MOCK_CXX).
+// Its __fp16, a storage type on every target, converts the same way (double directly, not
+// through float), but may be neither a parameter nor a return type: hence locals and memcpy.
+inline unsigned short bits_of(float f) {
+  const __fp16 h = f;
+  unsigned short b;
+  __builtin_memcpy(&b, &h, sizeof b);
+  return b;
+}
+inline unsigned short bits_of(double f) {
+  const __fp16 h = f;
+  unsigned short b;
+  __builtin_memcpy(&b, &h, sizeof b);
+  return b;
+}
+inline float value_of(unsigned short b) {
+  __fp16 h;
+  __builtin_memcpy(&h, &b, sizeof b);
+  return h;
+}
+#else
+inline unsigned short bits_of(float f) {
+  return cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f));
+}
+inline unsigned short bits_of(double f) {
+  return cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f));
+}
+inline float value_of(unsigned short b) { return static_cast<float>(cudamux::bit_cast<_Float16>(b)); }
+#endif
+}  // namespace cudamux::half_detail
 // The bit pattern, as CUDA's cuda_fp16.h declares it (CuPy's float16.cuh works on it).
 struct __half_raw {
   unsigned short x;
@@ -11,8 +43,8 @@ struct __half {
   __half(const __half_raw& r) : __x(r.x) {}
   __half& operator=(const __half_raw& r) { __x = r.x; return *this; }
   operator __half_raw() const { return __half_raw{__x}; }
-  __half(float f) : __x(cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f))) {}
-  __half(double f) : __x(cudamux::bit_cast<unsigned short>(static_cast<_Float16>(f))) {}
+  __half(float f) : __x(cudamux::half_detail::bits_of(f)) {}
+  __half(double f) : __x(cudamux::half_detail::bits_of(f)) {}
   // CUDA's integer constructors (round to nearest), one per type so none is ambiguous.
   __half(short i) : __half(static_cast<float>(i)) {}
   __half(unsigned short i) : __half(static_cast<float>(i)) {}
@@ -22,7 +54,7 @@ struct __half {
   __half(unsigned long i) : __half(static_cast<float>(i)) {}
   __half(long long i) : __half(static_cast<float>(i)) {}
   __half(unsigned long long i) : __half(static_cast<float>(i)) {}
-  operator float() const { return static_cast<float>(cudamux::bit_cast<_Float16>(__x)); }
+  operator float() const { return cudamux::half_detail::value_of(__x); }
   __half& operator+=(__half o) { return *this = __half(float(*this) + float(o)); }
   __half& operator-=(__half o) { return *this = __half(float(*this) - float(o)); }
   __half& operator*=(__half o) { return *this = __half(float(*this) * float(o)); }

@@ -767,7 +767,12 @@ struct kernel<K, Flags, B> {
     }
   }
   static void loop(const void* p, unsigned start) {
+    // The compiler's own index sequence (no <utility>: the prelude stands alone).
+#ifdef __clang__
+    run(static_cast<const char*>(p), start, __make_integer_seq<iseq, unsigned, sizeof...(A)>{});
+#else
     run(static_cast<const char*>(p), start, iseq<unsigned, __integer_pack(sizeof...(A))...>{});
+#endif
   }
   static cudamux_kernel_desc desc(int max_threads, int min_blocks, const char* expr,
                                   unsigned static_shared = 0, unsigned shared_used = 0) {

@@ -919,7 +919,13 @@ namespace detail {
 template <int R>
 CUDAMUX_PTX_INLINE double round_integral(double v) {
   if constexpr (R == RNI || R == RN || R == NONE)
+#if defined(__clang__) && !__has_builtin(__builtin_roundeven)
+    // Clang 14 has no roundeven; rint rounds to nearest even in the default rounding mode,
+    // which kernel code never changes.
+    return __builtin_rint(v);
+#else
     return __builtin_roundeven(v);
+#endif
   else if constexpr (R == RZI || R == RZ)
     return __builtin_trunc(v);
   else if constexpr (R == RMI || R == RM)
