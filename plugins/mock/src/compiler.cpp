@@ -2130,8 +2130,49 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   return be::kOk;
 }
 
+namespace {
+
+// NVIDIA's linker log for ld's "partN.o:...: undefined reference to '_Z1Zv'" lines: one
+// "error   : Undefined reference to '_Z1Zv' in '<input name>'" per symbol and input, in the
+// order ld reported them. Empty when ld said nothing of that kind.
+std::string nvidia_style_undefined(const std::string& ld_output,
+                                   const std::vector<std::string>& names) {
+  std::string out;
+  std::set<std::string> seen;
+  std::istringstream lines(ld_output);
+  for (std::string line; std::getline(lines, line);) {
+    constexpr std::string_view kMarker = "undefined reference to ";
+    const auto at = line.find(kMarker);
+    if (at == std::string::npos || at + kMarker.size() + 2 > line.size()) continue;
+    const std::size_t from = at + kMarker.size() + 1;  // after the opening quote (` or ')
+    const auto to = line.find('\'', from);
+    if (to == std::string::npos) continue;
+    const std::string symbol = line.substr(from, to - from);
+    // The object: ".../partN.o:" at the start of the line.
+    std::string input;
+    if (const auto dot_o = line.find(".o:"); dot_o != std::string::npos) {
+      const auto part = line.rfind("part", dot_o);
+      if (part != std::string::npos && part < dot_o) {
+        const std::string digits = line.substr(part + 4, dot_o - part - 4);
+        if (!digits.empty() && digits.size() < 6 &&
+            digits.find_first_not_of("0123456789") == std::string::npos) {
+          const auto i = static_cast<std::size_t>(std::stoul(digits));
+          input = i < names.size() && !names[i].empty() ? names[i] : "input" + digits;
+        }
+      }
+    }
+    const std::string entry = "error   : Undefined reference to '" + symbol + "'" +
+                              (input.empty() ? std::string() : " in '" + input + "'");
+    if (seen.insert(entry).second) out += entry + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 be::Status MockCompiler::link_objects(const std::vector<std::string_view>& objects,
-                                      std::vector<char>& image, std::string& log) {
+                                      std::vector<char>& image, std::string& log,
+                                      const std::vector<std::string>& names) {
   image.clear();
   const DeviceFiles files = device_files();
   if (files.include_dir.empty() || objects.empty()) return status(CUDA_ERROR_INVALID_VALUE);
@@ -2155,7 +2196,9 @@ be::Status MockCompiler::link_objects(const std::vector<std::string_view>& objec
                                    "-fno-gnu-unique", "-Wl,-Bsymbolic",
                                    // an unresolved extern __device__ symbol is the link's error,
                                    // as nvlink's, not the module load's
-                                   "-Wl,--no-undefined"};
+                                   "-Wl,--no-undefined",
+                                   // symbols in the log as NVIDIA's linker names them
+                                   "-Wl,--no-demangle"};
   if (gold_available()) argv.emplace_back("-fuse-ld=gold");
   argv.push_back("-I" + files.include_dir);
   for (std::size_t i = 0; i < objects.size(); ++i) {
@@ -2232,10 +2275,13 @@ be::Status MockCompiler::link_objects(const std::vector<std::string_view>& objec
     return status(CUDA_ERROR_OPERATING_SYSTEM);
   }
   if (run.exit_code != 0) {
-    // The linker's own lines ("undefined reference to `offset()'"), with our folder left out.
-    log = "cudamux mock linker: linking " + std::to_string(objects.size()) +
-          " relocatable object(s) failed\n" +
-          rewrite_log(run.output, dir.string(), files.include_dir);
+    // NVIDIA's lines for unresolved symbols; anything else as the linker said it, with our
+    // folder left out.
+    log = nvidia_style_undefined(run.output, names);
+    if (log.empty())
+      log = "cudamux mock linker: linking " + std::to_string(objects.size()) +
+            " relocatable object(s) failed\n" +
+            rewrite_log(run.output, dir.string(), files.include_dir);
     log_->debug("mock linker: {}", log);
     // NVIDIA's cuLinkComplete: CUDA_ERROR_INVALID_SOURCE for "Undefined reference to ..."
     // (measured, H100, driver 580).

@@ -89,8 +89,10 @@ class MockCompiler final : public be::Compiler {
   // Relocatable objects (kObjectHeader images) linked into one module image (kImageHeader),
   // as nvlink links -rdc objects: symbols resolve across objects, an unresolved one fails
   // the link with the linker's message in `log` (CUDA_ERROR_INVALID_SOURCE, as NVIDIA's).
+  // `names`: the program's names for the inputs (cuLinkAddData), quoted by the log as
+  // NVIDIA's linker quotes them ("error   : Undefined reference to '_Z1Zv' in 'CBA'").
   be::Status link_objects(const std::vector<std::string_view>& objects, std::vector<char>& image,
-                          std::string& log);
+                          std::string& log, const std::vector<std::string>& names = {});
 
   // Counters for tests: compiler runs and cache hits since creation.
   [[nodiscard]] unsigned runs() const noexcept { return runs_.load(); }

@@ -283,17 +283,20 @@ class MockContext final : public be::DeviceContext {
     // Relocatable device code (-rdc) is linked as nvlink would, into one module image that
     // joins the whole programs' bundle.
     std::vector<std::string_view> objects;
+    std::vector<std::string> names;
     std::vector<be::ModuleImage> wholes;
     for (const auto& in : native) {
       if (in.kind == be::ImageKind::native && in.data != nullptr &&
-          std::string_view(static_cast<const char*>(in.data)).starts_with(kObjectHeader))
+          std::string_view(static_cast<const char*>(in.data)).starts_with(kObjectHeader)) {
         objects.emplace_back(static_cast<const char*>(in.data));
-      else
+        names.emplace_back(in.name != nullptr ? in.name : "");
+      } else {
         wholes.push_back(in);
+      }
     }
     std::vector<char> linked;
     if (!objects.empty()) {
-      st = kernels_->compiler->link_objects(objects, linked, log);
+      st = kernels_->compiler->link_objects(objects, linked, log, names);
       if (!st.ok()) return true;
       wholes.push_back(be::ModuleImage{be::ImageKind::native, linked.data(), linked.size(),
                                        native.front().arch});

@@ -306,29 +306,50 @@ be::Status link_ptx(const std::vector<be::ModuleImage>& inputs, MockCompiler& co
     }
     modules.push_back(std::move(*module));
   }
-  ptx::LinkOutcome linked = ptx::link(std::move(modules));
-  // NVIDIA's linker writes "error   : Undefined reference to '_Z6scaledj' in 'a.ptx'" and
-  // answers CUDA_ERROR_INVALID_SOURCE (measured, H100, driver 580).
+  // NVIDIA's linker writes "error   : Undefined reference to '_Z6scaledj' in 'a.ptx'" (the
+  // input that refers to it) and answers CUDA_ERROR_INVALID_SOURCE (measured, H100, driver
+  // 580). Undefined: variables declared .extern (not .shared) and functions declared .extern
+  // and called, that no input defines and the device runtime does not provide.
   std::string errors;
-  for (const auto& d : linked.diagnostics) errors += "error   : " + d.message + "\n";
-  if (!linked.module) {
-    // The link failed already; functions nothing defines are named too (NVIDIA's log lists
-    // every undefined reference).
-    for (const auto& name : linked.unresolved_functions)
-      if (!ptx::provides_external_function(name))
-        errors += "error   : Undefined reference to '" + name + "'\n";
-  } else {
-    // Functions nothing defines: an error where called, unless the device runtime has them.
-    std::set<std::uint32_t> called;
-    for (const auto& f : linked.module->functions)
-      for (const auto& ins : f.body)
-        for (const auto& op : ins.operands)
-          if (op.sym.kind == ptx::SymbolRef::Kind::function) called.insert(op.sym.index);
-    for (std::uint32_t fi = 0; fi < linked.module->functions.size(); ++fi) {
-      const auto& f = linked.module->functions[fi];
-      if (!f.has_body && called.count(fi) != 0 && !ptx::provides_external_function(f.name))
-        errors += "error   : Undefined reference to '" + f.name + "'\n";
+  {
+    std::set<std::string> defined;
+    for (const auto& m : modules) {
+      for (const auto& v : m.globals)
+        if (!v.is_extern && (v.is_visible || v.is_weak || v.is_common)) defined.insert(v.name);
+      for (const auto& f : m.functions)
+        if (f.has_body && (f.is_visible || f.is_weak || f.is_entry)) defined.insert(f.name);
     }
+    std::set<std::string> reported;
+    for (std::size_t i = 0; i < modules.size(); ++i) {
+      const auto& m = modules[i];
+      const std::string input = inputs[i].name != nullptr && *inputs[i].name != '\0'
+                                    ? std::string(inputs[i].name)
+                                    : "input" + std::to_string(i);
+      std::set<std::uint32_t> called;
+      for (const auto& f : m.functions)
+        for (const auto& ins : f.body)
+          for (const auto& op : ins.operands)
+            if (op.sym.kind == ptx::SymbolRef::Kind::function) called.insert(op.sym.index);
+      auto report = [&](const std::string& name) {
+        const std::string line =
+            "error   : Undefined reference to '" + name + "' in '" + input + "'\n";
+        if (reported.insert(line).second) errors += line;
+      };
+      for (const auto& v : m.globals)
+        if (v.is_extern && v.space != ptx::Space::shared && defined.count(v.name) == 0)
+          report(v.name);
+      for (std::uint32_t fi = 0; fi < m.functions.size(); ++fi) {
+        const auto& f = m.functions[fi];
+        if (!f.has_body && called.count(fi) != 0 && defined.count(f.name) == 0 &&
+            !ptx::provides_external_function(f.name))
+          report(f.name);
+      }
+    }
+  }
+  ptx::LinkOutcome linked;
+  if (errors.empty()) {
+    linked = ptx::link(std::move(modules));
+    for (const auto& d : linked.diagnostics) errors += "error   : " + d.message + "\n";
   }
   if (!errors.empty()) {
     link_log = errors;
