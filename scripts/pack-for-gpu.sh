@@ -26,6 +26,7 @@ if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   mkdir -p "$pack/nvcc"
   for prog in nvcc_registered_shared nvcc_registered_static nvcc_device_query nvcc_rdc_shared \
+      nvcc_cdp_shared nvcc_cdp_static \
       nvcc_rdc_static; do
     [[ -x $build/tests/nvcc/$prog ]] && cp "$build/tests/nvcc/$prog" "$pack/nvcc/"
   done

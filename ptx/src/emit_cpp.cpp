@@ -913,7 +913,10 @@ void Emitter::emit_function_decl(std::size_t fi) {
 bool provides_external_function(std::string_view name) {
   // The names emit_extern_wrapper gives a body.
   return name == "vprintf" || name == "__assertfail" || name == "malloc" || name == "free" ||
-         name == "cudaGraphSetConditional";
+         name == "cudaGraphSetConditional" || name == "__cudaCDP2GetParameterBufferV2" ||
+         name == "cudaGetParameterBufferV2" || name == "__cudaCDP2LaunchDeviceV2" ||
+         name == "cudaLaunchDeviceV2" || name == "__cuda_syscall_cnpv2GetParameterBufferV2" ||
+         name == "__cuda_syscall_cnpv2LaunchDeviceV2" || name == "__cuda_syscall_cnpv2SetLastError";
 }
 
 namespace {
@@ -941,6 +944,36 @@ void Emitter::emit_extern_wrapper(std::size_t fi) {
        << ")));\n";
   } else if (n == "free" && f.params.size() == 1) {
     o_ << "  free(::cudamux_ptx_rt::gp(" << arg(0, "u64") << "));\n";
+  } else if ((n == "__cudaCDP2GetParameterBufferV2" || n == "cudaGetParameterBufferV2" ||
+              // what CUDA's device runtime library (cudadevrt, linked by nvcc) calls
+              n == "__cuda_syscall_cnpv2GetParameterBufferV2") &&
+             f.params.size() == 4 && f.returns.size() == 1) {
+    // Dynamic parallelism (nvcc -rdc with the device runtime): (kernel, dim3 grid, dim3 block,
+    // shared bytes) -> the child's parameter buffer.
+    auto dim3_of = [&](std::size_t p) {
+      const std::string a = "pa" + std::to_string(p);
+      return "cudamux_u3{::cudamux_ptx_rt::ld<u32>(" + a + "), ::cudamux_ptx_rt::ld<u32>(" + a +
+             " + 4), ::cudamux_ptx_rt::ld<u32>(" + a + " + 8)}";
+    };
+    o_ << "  ::cudamux_ptx_rt::st<u64>(pr0, ::cudamux_ptx_rt::ga(cudamux_cdp_parameter_buffer("
+       << "::cudamux_ptx_rt::gp(" << arg(0, "u64") << "), " << dim3_of(1) << ", " << dim3_of(2)
+       << ", " << arg(3, "u32") << ")));\n";
+  } else if ((n == "__cudaCDP2LaunchDeviceV2" || n == "cudaLaunchDeviceV2" ||
+              n == "__cuda_syscall_cnpv2LaunchDeviceV2") &&
+             f.params.size() == 2) {
+    o_ << "  const int r = cudamux_cdp_launch(::cudamux_ptx_rt::gp(" << arg(0, "u64")
+       << "), ::cudamux_ptx_rt::gp(" << arg(1, "u64") << "));\n";
+    if (!f.returns.empty())
+      o_ << "  ::cudamux_ptx_rt::st<s32>(pr0, r);\n";
+    else
+      o_ << "  (void)r;\n";
+  } else if (n == "__cuda_syscall_cnpv2SetLastError" && f.params.size() == 1) {
+    // cudadevrt records a failed device-side call's error; the mock keeps no device-side error
+    // state (the failed launch's code is what the caller returns): the error passes through.
+    if (!f.returns.empty())
+      o_ << "  ::cudamux_ptx_rt::st<s32>(pr0, " << arg(0, "s32") << ");\n";
+    else
+      o_ << "  (void)pa0;\n";
   } else if (n == "cudaGraphSetConditional" && f.params.size() == 2 && f.returns.empty()) {
     // The device runtime's setter of a conditional node's handle (CUDA 12.3+): the handle is
     // the core's own value (not a device address), passed through unchanged.

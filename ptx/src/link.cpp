@@ -131,13 +131,10 @@ LinkOutcome link(std::vector<Module> modules) {
         maps[i].globals[k] = d->second;
         continue;
       }
-      if (v.space != Space::shared) {
-        outcome.diagnostics.push_back({v.loc, "undefined reference to variable '" + v.name + "'"});
-        continue;
-      }
       auto [it, added] =
           global_decls.emplace(v.name, static_cast<std::uint32_t>(linked.globals.size()));
       if (added) {
+        if (v.space != Space::shared) outcome.unresolved_variables.push_back(v.name);
         linked.globals.push_back(std::move(v));
         global_origin.push_back(i);
       }
@@ -177,6 +174,75 @@ LinkOutcome link(std::vector<Module> modules) {
   }
   outcome.module = std::move(linked);
   return outcome;
+}
+
+void prune_unreachable(Module& m, bool keep_visible_variables) {
+  const std::size_t nf = m.functions.size(), ng = m.globals.size();
+  std::vector<bool> keep_f(nf, false), keep_g(ng, false);
+  std::vector<std::uint32_t> work;  // functions to visit
+  std::vector<std::uint32_t> gwork;
+  auto mark = [&](const SymbolRef& s) {
+    if (s.kind == SymbolRef::Kind::function && s.index < nf && !keep_f[s.index]) {
+      keep_f[s.index] = true;
+      work.push_back(s.index);
+    } else if (s.kind == SymbolRef::Kind::global && s.index < ng && !keep_g[s.index]) {
+      keep_g[s.index] = true;
+      gwork.push_back(s.index);
+    }
+  };
+  auto mark_operand = [&](auto& self, const Operand& o) -> void {
+    mark(o.sym);
+    for (const auto& e : o.elems) self(self, e);
+  };
+  for (std::uint32_t fi = 0; fi < nf; ++fi)
+    if (m.functions[fi].is_entry) mark({SymbolRef::Kind::function, fi});
+  if (keep_visible_variables)
+    for (std::uint32_t g = 0; g < ng; ++g)
+      if (m.globals[g].is_visible && !m.globals[g].is_extern) mark({SymbolRef::Kind::global, g});
+  while (!work.empty() || !gwork.empty()) {
+    if (!work.empty()) {
+      const Function& f = m.functions[work.back()];
+      work.pop_back();
+      for (const auto& ins : f.body)
+        for (const auto& op : ins.operands) mark_operand(mark_operand, op);
+      for (const auto& t : f.target_lists)
+        if (t.calls)
+          for (auto target : t.targets) mark({SymbolRef::Kind::function, target});
+    } else {
+      const Variable& v = m.globals[gwork.back()];
+      gwork.pop_back();
+      for (const auto& init : v.init)
+        if (init.is_symbol) mark(init.sym);
+    }
+  }
+  IndexMap map;
+  map.functions.assign(nf, kUnmapped);
+  map.globals.assign(ng, kUnmapped);
+  std::vector<Function> functions;
+  std::vector<Variable> globals;
+  for (std::size_t fi = 0; fi < nf; ++fi)
+    if (keep_f[fi]) {
+      map.functions[fi] = static_cast<std::uint32_t>(functions.size());
+      functions.push_back(std::move(m.functions[fi]));
+    }
+  for (std::size_t g = 0; g < ng; ++g)
+    if (keep_g[g]) {
+      map.globals[g] = static_cast<std::uint32_t>(globals.size());
+      globals.push_back(std::move(m.globals[g]));
+    }
+  // Every reference of kept code names kept symbols (marked above), so no kUnmapped remains.
+  for (auto& v : globals)
+    for (auto& init : v.init) remap(init.sym, map);
+  for (auto& f : functions) {
+    for (auto& ins : f.body)
+      for (auto& op : ins.operands) remap(op, map);
+    for (auto& t : f.target_lists)
+      if (t.calls)
+        for (auto& target : t.targets)
+          if (target < map.functions.size()) target = map.functions[target];
+  }
+  m.functions = std::move(functions);
+  m.globals = std::move(globals);
 }
 
 }  // namespace cudamux::ptx

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -685,6 +686,45 @@ CUDAMUX_DEVICE_EXPORT void cudamux_graph_set_conditional(unsigned long long hand
   if (handle == 0) cudamux_trap();  // no handle: an illegal access on a GPU as well
   __atomic_store_n(reinterpret_cast<unsigned*>(static_cast<std::uintptr_t>(handle)), value,
                    __ATOMIC_RELEASE);
+}
+
+// Dynamic parallelism: the parameter buffer carries the launch's configuration in front of
+// the parameters, so that cudamux_cdp_launch needs only the buffer (as CUDA's does).
+namespace {
+struct CdpHeader {
+  const void* kernel;
+  cudamux_u3 grid, block;
+  unsigned shared_bytes;
+  alignas(16) unsigned char pad[8];
+};
+constexpr int kCudaErrorNotSupported = 801;
+constexpr int kCudaErrorInvalidValue = 1;
+}  // namespace
+
+CUDAMUX_DEVICE_EXPORT void* cudamux_cdp_parameter_buffer(const void* kernel, cudamux_u3 grid,
+                                                         cudamux_u3 block, unsigned shared_bytes) {
+  void* raw = std::calloc(1, sizeof(CdpHeader) + CUDAMUX_CDP_PARAMS_MAX);
+  if (raw == nullptr) return nullptr;
+  auto* h = static_cast<CdpHeader*>(raw);
+  h->kernel = kernel;
+  h->grid = grid;
+  h->block = block;
+  h->shared_bytes = shared_bytes;
+  return h + 1;
+}
+
+CUDAMUX_DEVICE_EXPORT int cudamux_cdp_launch(void* parameter_buffer, void* /*stream: children
+                                                run after the parent grid in any stream*/) {
+  if (parameter_buffer == nullptr) return kCudaErrorInvalidValue;
+  auto* h = static_cast<CdpHeader*>(parameter_buffer) - 1;
+  const Worker* w = t_worker;
+  const cudamux_launch* launch = w != nullptr ? w->launch : nullptr;
+  int rc = kCudaErrorNotSupported;
+  if (launch != nullptr && launch->child_launch != nullptr)
+    rc = launch->child_launch(launch->child_user, h->kernel, h->grid, h->block, h->shared_bytes,
+                              parameter_buffer, CUDAMUX_CDP_PARAMS_MAX);
+  std::free(h);
+  return rc;
 }
 
 namespace cudamux::device {

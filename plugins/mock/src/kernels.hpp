@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -130,6 +131,9 @@ class MockFunction final : public be::Function {
   }
   [[nodiscard]] const cudamux_kernel_desc& desc() const noexcept { return *desc_; }
   [[nodiscard]] const std::shared_ptr<LoadedObject>& object() const noexcept { return object_; }
+  // The other kernels of its module by name, for device-side launches (dynamic parallelism);
+  // set by the module, which outlives its functions.
+  std::function<be::Function*(std::string_view)> siblings;
 
  private:
   std::shared_ptr<LoadedObject> object_;
@@ -144,6 +148,8 @@ class MockFunction final : public be::Function {
 class LazyFunction : public be::Function {
  public:
   virtual be::Status materialize(MockFunction*& out) = 0;
+  // Another kernel of its module by name (device-side launches), or null.
+  virtual be::Function* sibling(std::string_view name) = 0;
 };
 
 // The CU_FUNC_ATTRIBUTE_* answers of a kernel from its table entry (MockFunction and the
@@ -223,6 +229,8 @@ struct KernelLaunch {
   bool cooperative = false;  // cuLaunchCooperativeKernel: blocks co-resident, grid sync
   BlockPool* pool = nullptr;
   spdlog::logger* log = nullptr;
+  // The launched kernel's module by name: device-side launches of child grids resolve there.
+  std::function<be::Function*(std::string_view)> siblings;
 };
 // Validation the core cannot do (launch bounds, dynamic shared memory, argument size).
 be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::logger& log,

@@ -108,6 +108,7 @@ class MockModule final : public be::Module {
       auto it = by_address.find(k->fn);
       if (it != by_address.end()) continue;  // also registered from the source scan
       functions_.push_back(std::make_unique<MockFunction>(object_, k, name));
+      functions_.back()->siblings = [this](std::string_view n) { return function(n); };
       by_address[k->fn] = functions_.back().get();
     }
   }

@@ -1,10 +1,15 @@
 // Kernel launches: validation, and blocks spread over a persistent pool of threads.
+#include <dlfcn.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "kernels.hpp"
 #include "memory.hpp"
@@ -197,6 +202,10 @@ be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::l
     auto* lazy = dynamic_cast<LazyFunction*>(desc.function);
     if (lazy == nullptr) return status(CUDA_ERROR_INVALID_HANDLE);
     if (const auto st = lazy->materialize(f); !st.ok()) return st;
+    // Its code is an object of its own: its module's other kernels are the lazy module's.
+    out.siblings = [lazy](std::string_view name) { return lazy->sibling(name); };
+  } else {
+    out.siblings = f->siblings;
   }
   const cudamux_kernel_desc& k = f->desc();
   const std::uint64_t threads = std::uint64_t{desc.block[0]} * desc.block[1] * desc.block[2];
@@ -234,8 +243,59 @@ be::Status prepare_launch(const be::LaunchDesc& desc, BlockPool& pool, spdlog::l
   return be::kOk;
 }
 
+namespace {
+
+// Child grids launched by kernel code (dynamic parallelism): collected while the parent grid
+// runs, run after it.
+struct ChildLaunch {
+  std::string kernel;  // its name in the parent's module
+  unsigned grid[3]{}, block[3]{};
+  unsigned shared_bytes = 0;
+  std::vector<std::byte> params;
+};
+struct ChildLaunches {
+  std::mutex mu;
+  std::vector<ChildLaunch> children;
+  unsigned depth = 0;  // of the parent: 0 for a host launch
+};
+thread_local unsigned t_launch_depth = 0;  // nesting of execute_launch on this thread
+constexpr unsigned kMaxLaunchDepth = 24;   // CUDA's limit on nested device-side launches
+constexpr int kCudaErrorLaunchMaxDepthExceeded = 65;
+constexpr int kCudaErrorInvalidDeviceFunction = 98;
+
+// Kernel code's device-side launch: the entry its code took the address of is named by its
+// symbol (emit_cpp's C++ function of an entry: the PTX name, or cudamux_e_<PTX name> in a
+// kernel compiled alone).
+int collect_child(void* user, const void* kernel, cudamux_u3 grid, cudamux_u3 block,
+                  unsigned shared_bytes, const void* params, unsigned params_size) {
+  auto* c = static_cast<ChildLaunches*>(user);
+  if (c->depth + 1 >= kMaxLaunchDepth) return kCudaErrorLaunchMaxDepthExceeded;
+  Dl_info info{};
+  if (kernel == nullptr || ::dladdr(kernel, &info) == 0 || info.dli_sname == nullptr)
+    return kCudaErrorInvalidDeviceFunction;
+  ChildLaunch child;
+  child.kernel = info.dli_sname;
+  if (constexpr std::string_view kEntryPrefix = "cudamux_e_";
+      child.kernel.starts_with(kEntryPrefix))
+    child.kernel.erase(0, kEntryPrefix.size());
+  child.grid[0] = grid.x, child.grid[1] = grid.y, child.grid[2] = grid.z;
+  child.block[0] = block.x, child.block[1] = block.y, child.block[2] = block.z;
+  child.shared_bytes = shared_bytes;
+  const auto* p = static_cast<const std::byte*>(params);
+  child.params.assign(p, p + params_size);
+  std::lock_guard lock(c->mu);
+  c->children.push_back(std::move(child));
+  return 0;
+}
+
+}  // namespace
+
 int execute_launch(const KernelLaunch& k) {
+  ChildLaunches children;
+  children.depth = t_launch_depth;
   cudamux_launch l{};
+  l.child_launch = collect_child;
+  l.child_user = &children;
   l.loop = k.desc->loop;
   l.flags = k.desc->flags;
   l.args = k.args->data();
@@ -266,6 +326,36 @@ int execute_launch(const KernelLaunch& k) {
   }
   if (rc != 0 && k.log != nullptr) {
     k.log->error("mock backend: kernel failed ({}): {}", rc, message);
+  }
+  // The child grids, in the order they were launched (each with its own children after it);
+  // the launch completes, or fails, with them.
+  for (const auto& c : children.children) {
+    if (rc != 0) break;
+    be::Function* fn = k.siblings ? k.siblings(c.kernel) : nullptr;
+    if (fn == nullptr) {
+      if (k.log != nullptr)
+        k.log->error("mock backend: a device-side launch names kernel '{}', not in the module",
+                     c.kernel);
+      rc = CUDA_ERROR_LAUNCH_FAILED;
+      break;
+    }
+    be::LaunchDesc d;
+    d.function = fn;
+    for (int i = 0; i < 3; ++i) {
+      d.grid[i] = c.grid[i];
+      d.block[i] = c.block[i];
+    }
+    d.shared_bytes = c.shared_bytes;
+    d.args = c.params.data();
+    d.args_size = c.params.size();
+    KernelLaunch child;
+    if (const auto st = prepare_launch(d, *k.pool, *k.log, child); !st.ok()) {
+      rc = st.native;
+      break;
+    }
+    ++t_launch_depth;
+    rc = execute_launch(child);
+    --t_launch_depth;
   }
   return rc;
 }

@@ -3,7 +3,7 @@
 #ifndef CUDAMUX_DEVICE_ABI_H
 #define CUDAMUX_DEVICE_ABI_H
 
-#define CUDAMUX_DEVICE_ABI 4
+#define CUDAMUX_DEVICE_ABI 5
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +86,13 @@ typedef struct cudamux_launch {
   // Cooperative launches: the grid-sync workspace (zeroed, 64 bytes) kernel code reaches
   // through %envreg1/%envreg2; null otherwise.
   void* grid_workspace;
+  // Device-side launches (dynamic parallelism, ABI 5): kernel code's launch of a child grid of
+  // `kernel` (the address its code takes of the entry) with `params` (params_size bytes,
+  // packed as for a host launch); the callee copies what it needs. Returns a cudaError_t
+  // value. Null: this launch takes no children.
+  int (*child_launch)(void* user, const void* kernel, cudamux_u3 grid, cudamux_u3 block,
+                      unsigned shared_bytes, const void* params, unsigned params_size);
+  void* child_user;
 } cudamux_launch;
 
 // Runs one block on the calling thread; returns 0 or a CUresult value (assert, launch
@@ -129,6 +136,15 @@ unsigned long long cudamux_globaltimer(void);  // nanoseconds, steady
 // cudaGraphSetConditional (issue 16): sets the value of a conditional graph node's handle
 // (a CUgraphConditionalHandle of the core). The entry PTX-compiled code calls too.
 void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);
+// Dynamic parallelism (CUDA's device runtime, cudaGetParameterBufferV2 / cudaLaunchDeviceV2):
+// a buffer for a child grid's parameters (CUDAMUX_CDP_PARAMS_MAX bytes; null when out of
+// memory), then its launch, which hands the buffer back. The child grids of a launch run
+// after its own grid, before the launch completes (a schedule CUDA allows: a parent grid
+// completes only once its children have).
+#define CUDAMUX_CDP_PARAMS_MAX 4096
+void* cudamux_cdp_parameter_buffer(const void* kernel, cudamux_u3 grid, cudamux_u3 block,
+                                   unsigned shared_bytes);
+int cudamux_cdp_launch(void* parameter_buffer, void* stream);
 // A yield point of kernel code (nanosleep, an mbarrier wait, a spin-wait poll): on fibers the
 // calling thread lets the other threads of its block run first; elsewhere (barrier-free or
 // split blocks) the OS thread yields, so that blocks on other threads progress. Either way it
