@@ -911,12 +911,26 @@ void Emitter::emit_function_decl(std::size_t fi) {
 }  // namespace
 
 bool provides_external_function(std::string_view name) {
-  // The names emit_extern_wrapper gives a body.
-  return name == "vprintf" || name == "__assertfail" || name == "malloc" || name == "free" ||
-         name == "cudaGraphSetConditional" || name == "__cudaCDP2GetParameterBufferV2" ||
-         name == "cudaGetParameterBufferV2" || name == "__cudaCDP2LaunchDeviceV2" ||
-         name == "cudaLaunchDeviceV2" || name == "__cuda_syscall_cnpv2GetParameterBufferV2" ||
-         name == "__cuda_syscall_cnpv2LaunchDeviceV2" || name == "__cuda_syscall_cnpv2SetLastError";
+  // The names emit_extern_wrapper gives a body: the device runtime's, and the syscalls of CUDA's
+  // device runtime library (cudadevrt) that dynamic parallelism reaches.
+  static constexpr std::string_view kProvided[] = {
+      "vprintf",
+      "__assertfail",
+      "malloc",
+      "free",
+      "cudaGraphSetConditional",
+      "__cudaCDP2GetParameterBufferV2",
+      "cudaGetParameterBufferV2",
+      "__cudaCDP2LaunchDeviceV2",
+      "cudaLaunchDeviceV2",
+      "__cuda_syscall_cnpv2GetParameterBufferV2",
+      "__cuda_syscall_cnpv2LaunchDeviceV2",
+      "__cuda_syscall_cnpv2SetLastError",
+      "__cuda_syscall_cnpv2GetLastError",
+      "__cuda_syscall_cnpv2StreamCreate",
+      "__cuda_syscall_cnpv2StreamDestroy",
+  };
+  return std::find(std::begin(kProvided), std::end(kProvided), name) != std::end(kProvided);
 }
 
 namespace {
@@ -974,6 +988,20 @@ void Emitter::emit_extern_wrapper(std::size_t fi) {
       o_ << "  ::cudamux_ptx_rt::st<s32>(pr0, " << arg(0, "s32") << ");\n";
     else
       o_ << "  (void)pa0;\n";
+  } else if (n == "__cuda_syscall_cnpv2GetLastError" && f.params.empty()) {
+    for (std::size_t r = 0; r < f.returns.size(); ++r)
+      o_ << "  ::cudamux_ptx_rt::st<s32>(pr" << r << ", 0);\n";
+  } else if (n == "__cuda_syscall_cnpv2StreamCreate" && f.params.size() == 2) {
+    // Device-side streams: every child grid runs after its parent grid, in launch order,
+    // whichever stream it names (a schedule CUDA allows), so a stream is only a handle.
+    o_ << "  ::cudamux_ptx_rt::st<u64>(::cudamux_ptx_rt::gp(" << arg(0, "u64")
+       << "), 0x57ull);\n  (void)pa1;\n";
+    for (std::size_t r = 0; r < f.returns.size(); ++r)
+      o_ << "  ::cudamux_ptx_rt::st<s32>(pr" << r << ", 0);\n";
+  } else if (n == "__cuda_syscall_cnpv2StreamDestroy" && f.params.size() == 1) {
+    o_ << "  (void)pa0;\n";
+    for (std::size_t r = 0; r < f.returns.size(); ++r)
+      o_ << "  ::cudamux_ptx_rt::st<s32>(pr" << r << ", 0);\n";
   } else if (n == "cudaGraphSetConditional" && f.params.size() == 2 && f.returns.empty()) {
     // The device runtime's setter of a conditional node's handle (CUDA 12.3+): the handle is
     // the core's own value (not a device address), passed through unchanged.
