@@ -693,10 +693,11 @@ CUDAMUX_DEVICE_EXPORT void cudamux_graph_set_conditional(unsigned long long hand
 namespace {
 struct CdpHeader {
   const void* kernel;
+  const cudamux_kernel_desc* desc;
   cudamux_u3 grid, block;
   unsigned shared_bytes;
-  alignas(16) unsigned char pad[8];
 };
+static_assert(sizeof(CdpHeader) % 16 == 0, "parameters stay 16-byte aligned after the header");
 constexpr int kCudaErrorNotSupported = 801;
 constexpr int kCudaErrorInvalidValue = 1;
 }  // namespace
@@ -707,10 +708,20 @@ CUDAMUX_DEVICE_EXPORT void* cudamux_cdp_parameter_buffer(const void* kernel, cud
   if (raw == nullptr) return nullptr;
   auto* h = static_cast<CdpHeader*>(raw);
   h->kernel = kernel;
+  h->desc = nullptr;
   h->grid = grid;
   h->block = block;
   h->shared_bytes = shared_bytes;
   return h + 1;
+}
+
+CUDAMUX_DEVICE_EXPORT void* cudamux_cdp_parameter_buffer_for(const cudamux_kernel_desc* desc,
+                                                             cudamux_u3 grid, cudamux_u3 block,
+                                                             unsigned shared_bytes) {
+  void* params =
+      cudamux_cdp_parameter_buffer(desc != nullptr ? desc->fn : nullptr, grid, block, shared_bytes);
+  if (params != nullptr) (static_cast<CdpHeader*>(params) - 1)->desc = desc;
+  return params;
 }
 
 CUDAMUX_DEVICE_EXPORT int cudamux_cdp_launch(void* parameter_buffer, void* /*stream: children
@@ -721,8 +732,8 @@ CUDAMUX_DEVICE_EXPORT int cudamux_cdp_launch(void* parameter_buffer, void* /*str
   const cudamux_launch* launch = w != nullptr ? w->launch : nullptr;
   int rc = kCudaErrorNotSupported;
   if (launch != nullptr && launch->child_launch != nullptr)
-    rc = launch->child_launch(launch->child_user, h->kernel, h->grid, h->block, h->shared_bytes,
-                              parameter_buffer, CUDAMUX_CDP_PARAMS_MAX);
+    rc = launch->child_launch(launch->child_user, h->kernel, h->desc, h->grid, h->block,
+                              h->shared_bytes, parameter_buffer, CUDAMUX_CDP_PARAMS_MAX);
   std::free(h);
   return rc;
 }

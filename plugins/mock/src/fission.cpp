@@ -1041,6 +1041,105 @@ FissionResult fission(const FissionInput& in) {
   return f.run();
 }
 
+std::size_t rewrite_device_launches(std::string& text, const std::string& code) {
+  if (code.find("<<<") == std::string::npos) return 0;
+  const std::vector<Tok> t = tokenize(code);
+  auto adjacent = [&](std::size_t i, const char* a, const char* b) {
+    return i + 1 < t.size() && t[i].text == a && t[i + 1].text == b &&
+           t[i + 1].pos == t[i].pos + t[i].text.size();
+  };
+  struct Launch {
+    std::size_t begin, end;  // replaced text [begin, end)
+    std::string replacement;
+  };
+  std::vector<Launch> launches;
+  for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+    if (!adjacent(i, "<<", "<")) continue;
+    // The kernel: a qualified name, with template argument lists, right before `<<<`.
+    std::size_t first = i;
+    bool name_next = true;  // walking back: expecting a name (or a template argument list)
+    for (std::size_t j = i; j-- > 0;) {
+      const std::string& x = t[j].text;
+      if (name_next && (x == ">" || x == ">>")) {
+        int depth = 0;
+        std::size_t k = j + 1;
+        while (k-- > 0) {
+          if (t[k].text == ">") depth += 1;
+          if (t[k].text == ">>") depth += 2;
+          if (t[k].text == "<") depth -= 1;
+          if (t[k].text == "(" || t[k].text == ";" || t[k].text == "{") break;
+          if (depth == 0) break;
+        }
+        if (k == static_cast<std::size_t>(-1) || depth != 0 || k == 0 || !t[k - 1].ident) break;
+        j = k;  // at the template's `<`; its name next
+        continue;
+      }
+      if (name_next && t[j].ident) {
+        first = j;
+        name_next = false;
+        continue;
+      }
+      if (!name_next && x == "::") {
+        first = j;
+        name_next = true;
+        continue;
+      }
+      break;
+    }
+    if (first == i || !t[first].ident) continue;
+    // The configuration: up to `>>>`, split at top-level commas.
+    std::vector<std::string> config;
+    std::size_t j = i + 2, arg_begin = j;
+    int depth = 0;
+    bool closed = false;
+    for (; j + 1 < t.size(); ++j) {
+      const std::string& x = t[j].text;
+      if (x == "(" || x == "[" || x == "{") ++depth;
+      if (x == ")" || x == "]" || x == "}") --depth;
+      if (depth == 0 && (x == "," || adjacent(j, ">>", ">"))) {
+        if (j == arg_begin) break;
+        config.push_back(text.substr(t[arg_begin].pos, t[j].pos - t[arg_begin].pos));
+        if (x != ",") {
+          closed = true;
+          break;
+        }
+        arg_begin = j + 1;
+      }
+      if (depth < 0) break;
+    }
+    if (!closed || config.size() < 2 || config.size() > 4) continue;
+    // The arguments: the parenthesised list after `>>>`.
+    std::size_t open = j + 2;
+    if (open >= t.size() || t[open].text != "(") continue;
+    std::size_t close = open;
+    depth = 0;
+    for (; close < t.size(); ++close) {
+      if (t[close].text == "(") ++depth;
+      if (t[close].text == ")" && --depth == 0) break;
+    }
+    if (close >= t.size()) continue;
+    const std::size_t begin = t[first].pos, end = t[close].pos + 1;
+    std::string args = text.substr(t[open].pos + 1, t[close].pos - t[open].pos - 1);
+    std::string r = "::cudamux::detail::device_launch<(&" + text.substr(begin, t[i].pos - begin) +
+                    ")>(" + config[0] + ", " + config[1] + ", " +
+                    (config.size() > 2 ? config[2] : std::string("0")) + ", " +
+                    (config.size() > 3 ? config[3] : std::string("nullptr")) +
+                    (squash(args).empty() ? std::string() : ", " + args) + ")";
+    // Line breaks of the launch as written go after it: later lines keep their numbers.
+    std::string flat;
+    for (char ch : r) flat += ch == '\n' ? ' ' : ch;
+    flat.append(
+        static_cast<std::size_t>(std::count(text.begin() + static_cast<std::ptrdiff_t>(begin),
+                                            text.begin() + static_cast<std::ptrdiff_t>(end), '\n')),
+        '\n');
+    launches.push_back({begin, end, std::move(flat)});
+    i = close;
+  }
+  for (auto it = launches.rbegin(); it != launches.rend(); ++it)
+    text.replace(it->begin, it->end - it->begin, it->replacement);
+  return launches.size();
+}
+
 std::string squash(std::string_view s) {
   std::string out;
   bool space = false;

@@ -32,6 +32,16 @@ struct FissionResult {
 // Never throws; anything it cannot prove safe gives ok = false (the kernel keeps the fiber path).
 FissionResult fission(const FissionInput& in);
 
+// Kernel launches in device code (dynamic parallelism): every `k<<<grid, block[, shared[,
+// stream]]>>>(args...)` of `text` becomes `::cudamux::detail::device_launch<(&k)>(grid,
+// block, shared, stream, args...)` (prelude.h), with the replaced text's line breaks kept after
+// it.
+// `code` is `text` with comments and literals blanked (the same offsets): only code is read.
+// The kernel expression is the qualified name (template arguments included) before `<<<`.
+// Returns how many were rewritten; a launch it cannot read is left as written (g++ then
+// refuses it, and the compiler's log says why).
+std::size_t rewrite_device_launches(std::string& text, const std::string& code);
+
 // Whitespace-normalised text: runs of white space become one space, none at either end
 // (shared with the compiler's source analysis).
 std::string squash(std::string_view s);

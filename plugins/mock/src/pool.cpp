@@ -248,7 +248,8 @@ namespace {
 // Child grids launched by kernel code (dynamic parallelism): collected while the parent grid
 // runs, run after it.
 struct ChildLaunch {
-  std::string kernel;  // its name in the parent's module
+  const cudamux_kernel_desc* desc = nullptr;  // its table entry (CUDA C++), or:
+  std::string kernel;                         // its name in the parent's module (PTX)
   unsigned grid[3]{}, block[3]{};
   unsigned shared_bytes = 0;
   std::vector<std::byte> params;
@@ -266,15 +267,18 @@ constexpr int kCudaErrorInvalidDeviceFunction = 98;
 // Kernel code's device-side launch: the entry its code took the address of is named by its
 // symbol (emit_cpp's C++ function of an entry: the PTX name, or cudamux_e_<PTX name> in a
 // kernel compiled alone).
-int collect_child(void* user, const void* kernel, cudamux_u3 grid, cudamux_u3 block,
-                  unsigned shared_bytes, const void* params, unsigned params_size) {
+int collect_child(void* user, const void* kernel, const cudamux_kernel_desc* desc, cudamux_u3 grid,
+                  cudamux_u3 block, unsigned shared_bytes, const void* params,
+                  unsigned params_size) {
   auto* c = static_cast<ChildLaunches*>(user);
   if (c->depth + 1 >= kMaxLaunchDepth) return kCudaErrorLaunchMaxDepthExceeded;
-  Dl_info info{};
-  if (kernel == nullptr || ::dladdr(kernel, &info) == 0 || info.dli_sname == nullptr)
-    return kCudaErrorInvalidDeviceFunction;
   ChildLaunch child;
-  child.kernel = info.dli_sname;
+  child.desc = desc;
+  Dl_info info{};
+  if (desc == nullptr &&
+      (kernel == nullptr || ::dladdr(kernel, &info) == 0 || info.dli_sname == nullptr))
+    return kCudaErrorInvalidDeviceFunction;
+  if (desc == nullptr) child.kernel = info.dli_sname;
   if (constexpr std::string_view kEntryPrefix = "cudamux_e_";
       child.kernel.starts_with(kEntryPrefix))
     child.kernel.erase(0, kEntryPrefix.size());
@@ -331,6 +335,32 @@ int execute_launch(const KernelLaunch& k) {
   // the launch completes, or fails, with them.
   for (const auto& c : children.children) {
     if (rc != 0) break;
+    if (c.desc != nullptr) {
+      // A kernel of the parent's own code (its table entry lives there).
+      const std::uint64_t threads = std::uint64_t{c.block[0]} * c.block[1] * c.block[2];
+      const std::uint64_t blocks = std::uint64_t{c.grid[0]} * c.grid[1] * c.grid[2];
+      if (threads == 0 || threads > 1024 || blocks == 0 || c.shared_bytes > kMaxDynamicShared) {
+        if (k.log != nullptr)
+          k.log->error("mock backend: a device-side launch has an invalid configuration");
+        rc = CUDA_ERROR_LAUNCH_FAILED;
+        break;
+      }
+      KernelLaunch child = k;
+      child.desc = c.desc;
+      child.args = std::make_shared<std::vector<std::byte>>(
+          c.params.begin(), c.params.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(
+                                                   c.desc->args_size, c.params.size())));
+      child.cooperative = false;
+      for (int i = 0; i < 3; ++i) {
+        child.grid[i] = c.grid[i];
+        child.block[i] = c.block[i];
+      }
+      child.shared_bytes = c.shared_bytes;
+      ++t_launch_depth;
+      rc = execute_launch(child);
+      --t_launch_depth;
+      continue;
+    }
     be::Function* fn = k.siblings ? k.siblings(c.kernel) : nullptr;
     if (fn == nullptr) {
       if (k.log != nullptr)

@@ -86,12 +86,14 @@ typedef struct cudamux_launch {
   // Cooperative launches: the grid-sync workspace (zeroed, 64 bytes) kernel code reaches
   // through %envreg1/%envreg2; null otherwise.
   void* grid_workspace;
-  // Device-side launches (dynamic parallelism, ABI 5): kernel code's launch of a child grid of
-  // `kernel` (the address its code takes of the entry) with `params` (params_size bytes,
-  // packed as for a host launch); the callee copies what it needs. Returns a cudaError_t
-  // value. Null: this launch takes no children.
-  int (*child_launch)(void* user, const void* kernel, cudamux_u3 grid, cudamux_u3 block,
-                      unsigned shared_bytes, const void* params, unsigned params_size);
+  // Device-side launches (dynamic parallelism, ABI 5): kernel code's launch of a child grid,
+  // named by its table entry `desc` (CUDA C++: the module's code made one for the kernel it
+  // launches) or else by `kernel` (PTX: the address its code takes of the entry), with
+  // `params` (params_size bytes, packed as for a host launch); the callee copies what it
+  // needs. Returns a cudaError_t value. Null: this launch takes no children.
+  int (*child_launch)(void* user, const void* kernel, const cudamux_kernel_desc* desc,
+                      cudamux_u3 grid, cudamux_u3 block, unsigned shared_bytes, const void* params,
+                      unsigned params_size);
   void* child_user;
 } cudamux_launch;
 
@@ -144,6 +146,9 @@ void cudamux_graph_set_conditional(unsigned long long handle, unsigned value);
 #define CUDAMUX_CDP_PARAMS_MAX 4096
 void* cudamux_cdp_parameter_buffer(const void* kernel, cudamux_u3 grid, cudamux_u3 block,
                                    unsigned shared_bytes);
+// The same for a kernel given by its table entry (CUDA C++ device-side launches).
+void* cudamux_cdp_parameter_buffer_for(const cudamux_kernel_desc* desc, cudamux_u3 grid,
+                                       cudamux_u3 block, unsigned shared_bytes);
 int cudamux_cdp_launch(void* parameter_buffer, void* stream);
 // A yield point of kernel code (nanosleep, an mbarrier wait, a spin-wait poll): on fibers the
 // calling thread lets the other threads of its block run first; elsewhere (barrier-free or

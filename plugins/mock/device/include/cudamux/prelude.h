@@ -813,6 +813,49 @@ inline const cudamux_kernel_desc named(const char* expr) {
     return cudamux_kernel_desc{static_cast<const void*>(P), nullptr, 0, nullptr, nullptr, 0, 0, 0, expr, 0, 0, 0};
   }
 }
+#if defined(__clang__)
+template <unsigned N>
+using make_param_seq = __make_integer_seq<iseq, unsigned, N>;
+#else
+template <unsigned N>
+using make_param_seq = iseq<unsigned, __integer_pack(N)...>;
+#endif
+template <auto K>
+inline const cudamux_kernel_desc launch_entry = kernel<K>::desc(0, 0, nullptr);
+// Each argument converted to its parameter's type, at the parameter's offset.
+template <class P, class A>
+inline void put_param(char* at, A&& arg) {
+  const P value = static_cast<P>(static_cast<A&&>(arg));
+  __builtin_memcpy(at, &value, sizeof(P));
+}
+template <class... P, class... A, unsigned... I>
+inline void put_params(char* buffer, const unsigned* offsets, iseq<unsigned, I...>, A&&... args) {
+  (put_param<P>(buffer + offsets[I], static_cast<A&&>(args)), ...);
+}
+template <class... P, class... A>
+inline cudaError_t device_launch_of(void (*)(P...), dim3 grid, dim3 block, unsigned long long shared,
+                                    cudaStream_t stream, const cudamux_kernel_desc* entry, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "a kernel launched with the wrong number of arguments");
+  constexpr layout<sizeof...(P)> lay = make_layout<P...>();
+  static_assert(lay.total <= CUDAMUX_CDP_PARAMS_MAX, "kernel parameters beyond 4 KiB");
+  char* buffer = static_cast<char*>(cudamux_cdp_parameter_buffer_for(
+      entry, cudamux_u3{grid.x, grid.y, grid.z}, cudamux_u3{block.x, block.y, block.z},
+      static_cast<unsigned>(shared)));
+  if (buffer == nullptr) return static_cast<cudaError_t>(2);  // cudaErrorMemoryAllocation
+  put_params<P...>(buffer, lay.offset, make_param_seq<sizeof...(P)>{}, static_cast<A&&>(args)...);
+  return static_cast<cudaError_t>(cudamux_cdp_launch(buffer, stream));
+}
+// A kernel launched from device code (dynamic parallelism): the mock's compiler rewrites
+// `k<<<grid, block, shared, stream>>>(args...)` into `device_launch<(&k)>(grid, block, shared,
+// stream, args...)`. The kernel's table entry is made here (a template instantiated only by
+// such a launch is in no other table); the arguments are converted to the kernel's parameter
+// types and packed as a host launch packs them; the child grid runs after the launching grid
+// (device runtime, cudamux_cdp_launch).
+template <auto K, class... A>
+inline cudaError_t device_launch(dim3 grid, dim3 block, unsigned long long shared,
+                                 cudaStream_t stream, A&&... args) {
+  return device_launch_of(K, grid, block, shared, stream, &launch_entry<K>, static_cast<A&&>(args)...);
+}
 }  // namespace cudamux::detail
 
 // Builtin headers a program includes add more (cooperative_groups, fp16, ...).
