@@ -1080,6 +1080,7 @@ void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& st
   k.wr = [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); };
   k.addr = [this](const Operand& a, Space sp) { return addr(a, sp); };
   k.line = [this](const SourceLoc& l) { return line(l); };
+  k.outline_regions_above = opt_.outline_regions_above;
   twins_.resize(m_.functions.size());
   twins_[fi] = (flat ? "cudamux_flat_" : "cudamux_split_") + std::to_string(fi);
   o_ << (flat ? detail::emit_flat(k, twins_[fi]) : detail::emit_split(k, twins_[fi]));

@@ -4,6 +4,7 @@
 // emit_cpp.cpp hands over what it has already translated (one statement per instruction).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -44,6 +45,7 @@ struct SplitKernel {
   std::function<std::string(const Operand&, Type, const std::string&)> wr;
   std::function<std::string(const Operand&, Space)> addr;  // char* expression of an address
   std::function<std::string(const SourceLoc&)> line;
+  std::size_t outline_regions_above = 0;  // EmitOptions::outline_regions_above
 };
 
 // The twin's definition (a static function named `twin`, the kernel's parameter types).

@@ -5,6 +5,7 @@
 // its line; they are also listed in `unsupported` so the loader can log them once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct EmitOptions {
   // twin: the body as a loop over the block's threads with threadIdx a local (no TLS store per
   // thread), which g++ can vectorise. Off by default; the mock turns it on outside memcheck.
   bool flat_kernels = false;
+  // Split twins whose regions total more than this many bytes of C++ keep each region a
+  // function of its own and run every round through the per-thread dispatch (no inlined
+  // uniform loops, which g++ vectorises but compiles in time that grows faster than the
+  // size): kernels unrolled around hundreds of warp points (CUB's radix sort, wmma GEMMs).
+  std::size_t outline_regions_above = 64 * 1024;
 };
 
 struct EmitResult {
