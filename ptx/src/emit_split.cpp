@@ -1105,6 +1105,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   // out of line) took minutes there (performance.md). Smaller twins (those of the split tests
   // and benchmarks are a few KB to ~100 KB) keep the inlined uniform loops, which g++
   // vectorises.
+  if (region_bytes > k.max_split_region_bytes) return {};
   const bool outlined = region_bytes > k.outline_regions_above;
   std::ostringstream o;
   emit_opening(o, outlined);

@@ -506,11 +506,10 @@ DONE:
 // Each region of a twin declares, loads and stores only the registers it names: with every
 // region declaring the whole register file, CUB's onesweep radix sort (8,035 registers, 621
 // warp points) became a 5-million-line twin. A chain of shuffles whose intermediate values live
-// in one region each: %r3 and %r7 are declared once in the kernel as written and once in the
-// twin (a region each), whether the twin is inlined or outlined, and both give the chain's
-// values.
-TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
-  const char* ptx = R"(.version 8.0
+// in one region each: %r3 and %r7 are declared once, in the region that uses them, whether the
+// twin is inlined or outlined, and both give the chain's values. The kernel as written is a
+// stub that only names the kernel (the runtime runs split kernels through their twin).
+constexpr const char* kShuffleChain = R"(.version 8.0
 .target sm_75
 .address_size 64
 .visible .entry chain(.param .u64 out)
@@ -535,15 +534,9 @@ TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
   ret;
 }
 )";
-  std::vector<Diagnostic> d;
-  const auto m = parse(ptx, d);
-  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
-  const auto count = [](const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  const unsigned n = 64;
+
+// What kShuffleChain writes for thread t of a 64-thread block.
+std::vector<unsigned> shuffle_chain_values(unsigned n) {
   std::vector<unsigned> want(n);
   for (unsigned t = 0; t < n; ++t) {
     const auto lane = [&](unsigned x, unsigned bit) { return (x & ~31u) | ((x & 31u) ^ bit); };
@@ -553,6 +546,22 @@ TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
     const auto r9 = [&](unsigned x) { return r7(lane(x, 8)) + x; };
     want[t] = r9(lane(t, 16));
   }
+  return want;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
+  std::vector<Diagnostic> d;
+  const auto m = parse(kShuffleChain, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
+  const auto count = occurrences;
+  const unsigned n = 64;
+  const std::vector<unsigned> want = shuffle_chain_values(n);
   for (const bool outlined : {false, true}) {
     EmitOptions o;
     o.module_name = "chain.ptx";
@@ -560,8 +569,9 @@ TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
     const EmitResult e = emit_cpp(*m, o);
     ASSERT_TRUE(e.unsupported.empty());
     EXPECT_EQ(count(e.source, "const auto cudamux_region_"), 6u);  // the start and 5 shuffles
-    EXPECT_EQ(count(e.source, "u32 r__r3{}"), 2u) << outlined;
-    EXPECT_EQ(count(e.source, "u32 r__r7{}"), 2u) << outlined;
+    EXPECT_EQ(count(e.source, "u32 r__r3{}"), 1u) << outlined;
+    EXPECT_EQ(count(e.source, "u32 r__r7{}"), 1u) << outlined;
+    EXPECT_EQ(count(e.source, "a split kernel's per-thread body ran"), 1u);
     // Outlined: each region a function that the dispatch calls (no inlined copy).
     EXPECT_EQ(count(e.source, "__attribute__((always_inline)) {"), outlined ? 0u : 6u);
     EXPECT_EQ(count(e.source, "const auto& cudamux_slow_"), outlined ? 6u : 0u);
@@ -574,6 +584,31 @@ TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
     ASSERT_EQ(launch(k, {1, 1, 1}, {n, 1, 1}, {ptr(out.data())}, e.static_shared_bytes), 0);
     for (unsigned t = 0; t < n; ++t) ASSERT_EQ(out[t], want[t]) << outlined << " " << t;
   }
+}
+
+// Above EmitOptions::max_split_region_bytes no twin is made (a wmma GEMM's would be 26 MB of
+// C++): the kernel keeps its body as written, is registered for the fibers (flags 0) and gives
+// the same values.
+TEST(SplitEmit, TwinOverTheSizeCapLeavesTheKernelOnFibers) {
+  std::vector<Diagnostic> d;
+  const auto m = parse(kShuffleChain, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
+  EmitOptions o;
+  o.module_name = "chain.ptx";
+  o.max_split_region_bytes = 100;  // the chain's regions are a few KB
+  const EmitResult e = emit_cpp(*m, o);
+  ASSERT_TRUE(e.unsupported.empty());
+  EXPECT_EQ(occurrences(e.source, "cudamux_split_"), 0u);
+  EXPECT_EQ(occurrences(e.source, "a split kernel's per-thread body ran"), 0u);
+  auto l = build(e.source);
+  ASSERT_TRUE(l->desc) << l->error;
+  const auto* k = l->kernel("chain");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->flags, 0u);
+  const unsigned n = 64;
+  std::vector<unsigned> out(n, 0);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {n, 1, 1}, {ptr(out.data())}, e.static_shared_bytes), 0);
+  EXPECT_EQ(out, shuffle_chain_values(n));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ptx, Split, ::testing::Values(kFibers, kSplit, kOutlined),

@@ -42,6 +42,10 @@ struct EmitOptions {
   // uniform loops, which g++ vectorises but compiles in time that grows faster than the
   // size): kernels unrolled around hundreds of warp points (CUB's radix sort, wmma GEMMs).
   std::size_t outline_regions_above = 64 * 1024;
+  // No twin at all above this much region text: the kernel stays on fibers. A wmma GEMM
+  // unrolled around 2,181 warp points (cudaTensorCoreGemm) makes a 26 MB twin that g++ takes
+  // many minutes on, where the kernel as written compiles in about a minute.
+  std::size_t max_split_region_bytes = 8 * 1024 * 1024;
 };
 
 struct EmitResult {
