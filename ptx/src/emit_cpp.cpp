@@ -441,8 +441,8 @@ class Emitter {
   void emit_function(std::size_t fi);
   void emit_extern_wrapper(std::size_t fi);
   void emit_registration();
-  void emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
-                       const std::vector<std::vector<std::uint32_t>>& labels_at, bool flat);
+  std::string emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
+                              const std::vector<std::vector<std::uint32_t>>& labels_at, bool flat);
   std::string fn_name(std::size_t fi) const { return fn_names_[fi]; }
   std::string fn_signature(std::size_t fi, const std::string& name) const;
 
@@ -1079,6 +1079,15 @@ void Emitter::emit_function(std::size_t fi) {
       body << s << "\n";
   }
 
+  bool calls = false;
+  for (const auto& i : f.body) calls = calls || i.op == Opcode::call;
+  // Yield points are stops of the split twin (a spinning thread parks for one pass).
+  const bool split_eligible = f.is_entry && opt_.split_barriers && !(func_exit_ && calls) &&
+                              detail::splittable(m_, fi, reaches_sync_, yield_before_[fi]);
+  // An empty twin: too large to be worth compiling (EmitOptions::max_split_region_bytes).
+  const std::string split_twin =
+      split_eligible ? emit_split_twin(fi, stmts, labels_at, false) : std::string();
+  const bool split = !split_twin.empty();
   o_ << line(f.loc);
   if (f.is_entry) {
     o_ << "extern \"C\" __attribute__((used, visibility(\"default\"))) void " << fn_names_[fi]
@@ -1086,6 +1095,16 @@ void Emitter::emit_function(std::size_t fi) {
     for (std::size_t p = 0; p < f.params.size(); ++p)
       o_ << (p ? ", " : "") << entry_param_type(f.params[p]) << " kp" << p;
     o_ << ") {\n";
+    if (split) {
+      // The runtime runs a split kernel's blocks through its twin only (PER_BLOCK): this
+      // definition just gives the kernel its symbol. Its body as written, never run, cost g++
+      // as much as the twin for unrolled kernels (a wmma GEMM's: 32-96 s at -O3 here).
+      for (std::size_t p = 0; p < f.params.size(); ++p) o_ << "  (void)kp" << p << ";\n";
+      o_ << "  ::cudamux::ptx::trap(\"a split kernel's per-thread body ran\");\n}\n";
+      o_ << split_twin;
+      f_ = nullptr;
+      return;
+    }
   } else {
     o_ << "static " << fn_signature(fi, fn_names_[fi]) << " {\n";
     for (std::size_t r = 0; r < f.returns.size(); ++r) o_ << "  (void)pr" << r << ";\n";
@@ -1108,22 +1127,17 @@ void Emitter::emit_function(std::size_t fi) {
        << "[" << std::max<std::uint64_t>(var_size(v), 1) << "];\n";
   }
   o_ << body.str() << "}\n";
-  bool calls = false;
-  for (const auto& i : f.body) calls = calls || i.op == Opcode::call;
-  // Yield points are stops of the split twin (a spinning thread parks for one pass).
-  if (f.is_entry && opt_.split_barriers && !(func_exit_ && calls) &&
-      detail::splittable(m_, fi, reaches_sync_, yield_before_[fi]))
-    emit_split_twin(fi, stmts, labels_at, false);
-  else if (f.is_entry && opt_.flat_kernels && !opt_.library && !reaches_sync_[fi] &&
-           detail::flattenable(f))
-    emit_split_twin(fi, stmts, labels_at, true);  // barrier-free: one loop over the threads
+  if (!split_eligible && f.is_entry && opt_.flat_kernels && !opt_.library && !reaches_sync_[fi] &&
+      detail::flattenable(f))
+    o_ << emit_split_twin(fi, stmts, labels_at, true);  // barrier-free: one loop over the threads
   f_ = nullptr;
 }
 
 // Barrier splitting (emit_split.cpp): hands over this function's translation. flat: the
 // kernel reaches no barrier, its twin is a plain loop over the block's threads (emit_flat).
-void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
-                              const std::vector<std::vector<std::uint32_t>>& labels_at, bool flat) {
+std::string Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& stmts,
+                                     const std::vector<std::vector<std::uint32_t>>& labels_at,
+                                     bool flat) {
   const auto& f = m_.functions[fi];
   detail::SplitKernel k;
   k.f = &f;
@@ -1151,9 +1165,13 @@ void Emitter::emit_split_twin(std::size_t fi, const std::vector<std::string>& st
   k.wr = [this](const Operand& d, Type t, const std::string& v) { return wr(d, t, v); };
   k.addr = [this](const Operand& a, Space sp) { return addr(a, sp); };
   k.line = [this](const SourceLoc& l) { return line(l); };
+  k.outline_regions_above = opt_.outline_regions_above;
+  k.max_split_region_bytes = opt_.max_split_region_bytes;
   twins_.resize(m_.functions.size());
   twins_[fi] = (flat ? "cudamux_flat_" : "cudamux_split_") + std::to_string(fi);
-  o_ << (flat ? detail::emit_flat(k, twins_[fi]) : detail::emit_split(k, twins_[fi]));
+  std::string twin = flat ? detail::emit_flat(k, twins_[fi]) : detail::emit_split(k, twins_[fi]);
+  if (twin.empty()) twins_[fi].clear();  // too large: the kernel stays on fibers
+  return twin;
 }
 
 // ---- operands --------------------------------------------------------------------------------

@@ -196,6 +196,14 @@ constexpr const char* kWarpHelpers =
           // part). A lane's partners are the waiting lanes of its membermask; a shuffle from a lane
           // outside them reads 0, as the device runtime does.
           inline void resolve(W* const* w, u32 in) {
+            // The waiting lanes' predicates, gathered once: a vote is then one AND per lane
+            // (CUB's radix sort ranks keys with a ballot per digit bit, so votes dominate its
+            // warp points). A reduction's total is reused by the lanes of the same member set.
+            u32 votes = 0;
+            for (u32 l = 0; l < 32; ++l)
+              if (((in >> l) & 1u) && w[l]->v != 0) votes |= 1u << l;
+            u32 redux_op = 0, redux_e = 0;
+            u64 redux_r = 0;
             for (u32 i = 0; i < 32; ++i) {
               if (!((in >> i) & 1u)) continue;
               W& me = *w[i];
@@ -209,9 +217,7 @@ constexpr const char* kWarpHelpers =
                 case 2:
                 case 3:
                 case 4: {
-                  u32 ballot = 0;
-                  for (u32 l = 0; l < 32; ++l)
-                    if (((e >> l) & 1u) && w[l]->v != 0) ballot |= 1u << l;
+                  const u32 ballot = votes & e;
                   if (me.op == 1)
                     r = ballot == e;
                   else if (me.op == 2)
@@ -245,9 +251,10 @@ constexpr const char* kWarpHelpers =
                   break;
                 }
                 default:
-                  if (me.op >= 16 &&
-                      me.op <
-                          32) {  // redux: 16 + (0 add, 1 min, 2 max, 5 and, 6 or, 7 xor), +8 signed
+                  if (me.op >= 16 && me.op < 32 && me.op == redux_op && e == redux_e) {
+                    r = redux_r;
+                  } else if (me.op >= 16 && me.op < 32) {  // redux: 16 + (0 add, 1 min, 2 max, 5
+                                                           // and, 6 or, 7 xor), +8 signed
                     const u32 k = me.op & 7u;
                     const bool sg = (me.op & 8u) != 0;
                     u32 acc = k == 1   ? (sg ? 0x7fffffffu : 0xffffffffu)
@@ -273,6 +280,9 @@ constexpr const char* kWarpHelpers =
                         acc ^= x;
                     }
                     r = acc;
+                    redux_op = me.op;
+                    redux_e = e;
+                    redux_r = r;
                   }
                   break;
               }
@@ -736,74 +746,103 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
   };
   const bool tls = reads_tls_thread(f);
 
-  std::ostringstream o;
-  if (warp) o << kWarpHelpers;
-  open_twin(o, k, twin, "");
-  // Per-thread state, structure of arrays (one array per kept register, [register][thread]):
-  // the resume point, what the thread waits for (1: a warp point, 2: a CTA barrier), the
-  // registers some stop keeps, the .local arrays, a warp point's deposit.
-  o << "  unsigned long cudamux_size = 0;\n"
-       "  const auto cudamux_take = [&](unsigned long bytes, unsigned long align) {\n"
-       "    cudamux_size = (cudamux_size + align - 1) / align * align;\n"
-       "    const unsigned long at = cudamux_size;\n"
-       "    cudamux_size += bytes;\n"
-       "    return at;\n"
-       "  };\n"
-       "  const unsigned long cudamux_o_pc = cudamux_take(4ul * cudamux_n, 64);\n"
-       "  const unsigned long cudamux_o_wait = cudamux_take(4ul * cudamux_n, 64);\n";
-  if (warp)
-    o << "  const unsigned long cudamux_o_w = cudamux_take(sizeof(::cudamux_split::W) * "
-         "cudamux_n, 64);\n";
+  // The opening of the twin, up to the regions. Per-thread state, structure of arrays (one
+  // array per kept register, [register][thread]): the resume point, what the thread waits for
+  // (1: a warp point, 2: a CTA barrier), the registers some stop keeps, the .local arrays, a
+  // warp point's deposit. An outlined twin (below) computes the kept registers' offsets in a
+  // loop over a table and each region makes the pointers it uses: one local per kept register
+  // in the twin's own frame (CUB's onesweep kernel keeps ~1,500), each copied into every
+  // region that names it, made that frame a 200 KB function g++ took most of a minute on.
+  std::vector<std::size_t> slot_index(nregs, 0);
+  std::size_t n_slots = 0;
   for (std::size_t r = 0; r < nregs; ++r)
-    if (slot[r]) {
-      std::string ty = k.reg_storage[r];
-      if (f.registers[r].vec > 1) ty += "[" + std::to_string(unsigned(f.registers[r].vec)) + "]";
-      o << "  using cudamux_t_" << k.reg_names[r] << " = " << ty << ";\n";
-      o << "  const unsigned long cudamux_o_" << k.reg_names[r]
-        << " = cudamux_take(sizeof(cudamux_t_" << k.reg_names[r] << ") * cudamux_n, 64);\n";
+    if (slot[r]) slot_index[r] = n_slots++;
+  const auto slot_type = [&](std::size_t r) {
+    std::string ty = k.reg_storage[r];
+    if (f.registers[r].vec > 1) ty += "[" + std::to_string(unsigned(f.registers[r].vec)) + "]";
+    return ty;
+  };
+  const auto emit_opening = [&](std::ostringstream& o, bool outlined) {
+    if (warp) o << kWarpHelpers;
+    open_twin(o, k, twin, "");
+    o << "  unsigned long cudamux_size = 0;\n"
+         "  const auto cudamux_take = [&](unsigned long bytes, unsigned long align) {\n"
+         "    cudamux_size = (cudamux_size + align - 1) / align * align;\n"
+         "    const unsigned long at = cudamux_size;\n"
+         "    cudamux_size += bytes;\n"
+         "    return at;\n"
+         "  };\n"
+         "  const unsigned long cudamux_o_pc = cudamux_take(4ul * cudamux_n, 64);\n"
+         "  const unsigned long cudamux_o_wait = cudamux_take(4ul * cudamux_n, 64);\n";
+    if (warp)
+      o << "  const unsigned long cudamux_o_w = cudamux_take(sizeof(::cudamux_split::W) * "
+           "cudamux_n, 64);\n";
+    for (std::size_t r = 0; r < nregs; ++r)
+      if (slot[r]) {
+        o << "  using cudamux_t_" << k.reg_names[r] << " = " << slot_type(r) << ";\n";
+        if (!outlined)
+          o << "  const unsigned long cudamux_o_" << k.reg_names[r]
+            << " = cudamux_take(sizeof(cudamux_t_" << k.reg_names[r] << ") * cudamux_n, 64);\n";
+      }
+    if (outlined && n_slots != 0) {
+      o << "  static constexpr unsigned long cudamux_slot_bytes[" << n_slots << "] = {";
+      for (std::size_t r = 0; r < nregs; ++r)
+        if (slot[r])
+          o << (slot_index[r] != 0 ? ", " : "") << "sizeof(cudamux_t_" << k.reg_names[r] << ")";
+      o << "};\n"
+           "  unsigned long cudamux_slot_at["
+        << n_slots
+        << "];\n"
+           "  for (unsigned long i = 0; i < sizeof cudamux_slot_bytes / sizeof "
+           "*cudamux_slot_bytes; "
+           "++i)\n"
+           "    cudamux_slot_at[i] = cudamux_take(cudamux_slot_bytes[i] * cudamux_n, 64);\n";
     }
-  std::vector<std::size_t> thread_locals;
-  for (std::size_t l = 0; l < f.locals.size(); ++l)
-    if (f.locals[l].space != Space::shared && f.locals[l].space != Space::param) {
-      thread_locals.push_back(l);
-      const std::uint64_t a = std::max<std::uint64_t>(k.local_align[l], 1);
-      const std::uint64_t stride = (k.local_size[l] + a - 1) / a * a;
-      o << "  const unsigned long cudamux_o_" << k.local_names[l] << " = cudamux_take(" << stride
-        << "ul * cudamux_n, " << std::max<std::uint64_t>(a, 64) << ");\n";
-    }
-  // Small states (the usual case) live on the worker's stack; large ones on the heap.
-  o << "  const bool cudamux_heap = cudamux_size > 65536ul;\n"
-       "  void* const cudamux_mem = cudamux_heap ? malloc(cudamux_size + 64) : "
-       "__builtin_alloca_with_align(cudamux_size + 64, 512);\n"
-       "  if (!cudamux_mem) { ::cudamux::ptx::trap(\"out of memory for the block's thread "
-       "slots\"); return; }\n"
-       "  char* const cudamux_base = reinterpret_cast<char*>((reinterpret_cast<unsigned long>("
-       "cudamux_mem) + 63) / 64 * 64);\n"
-       "  u32* const cudamux_pc = reinterpret_cast<u32*>(cudamux_base + cudamux_o_pc);\n"
-       "  u32* const cudamux_wait = reinterpret_cast<u32*>(cudamux_base + cudamux_o_wait);\n";
-  if (warp)
-    o << "  ::cudamux_split::W* const cudamux_wd = "
-         "reinterpret_cast<::cudamux_split::W*>(cudamux_base + cudamux_o_w);\n";
-  for (std::size_t r = 0; r < nregs; ++r)
-    if (slot[r])
-      o << "  cudamux_t_" << k.reg_names[r] << "* const cudamux_k_" << k.reg_names[r]
-        << " = reinterpret_cast<cudamux_t_" << k.reg_names[r] << "*>(cudamux_base + cudamux_o_"
-        << k.reg_names[r] << ");\n";
-  o << "  __builtin_memset(cudamux_pc, 0, 4ul * cudamux_n);\n"
-       "  __builtin_memset(cudamux_wait, 0, 4ul * cudamux_n);\n"
-       "  unsigned cudamux_live = cudamux_n;\n"
-       "  // Stops reached in a round: all equal exactly when their AND equals their OR.\n"
-       "  u32 cudamux_and = 0xffffffffu, cudamux_or = 0;\n"
-       "  // bar.red: arrivals add their predicates; the threads released read the totals.\n"
-       "  [[maybe_unused]] u32 cudamux_red_popc = 0, cudamux_acc_popc = 0;\n"
-       "  [[maybe_unused]] bool cudamux_red_and = true, cudamux_red_or = false;\n"
-       "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n"
-       "  // Whether a pass got anywhere: a thread resumed from other than a yield stop, or an\n"
-       "  // mbarrier wait succeeded (see the pass's end).\n"
-       "  [[maybe_unused]] bool cudamux_progress = false;\n";
+    for (std::size_t l = 0; l < f.locals.size(); ++l)
+      if (f.locals[l].space != Space::shared && f.locals[l].space != Space::param) {
+        const std::uint64_t a = std::max<std::uint64_t>(k.local_align[l], 1);
+        const std::uint64_t stride = (k.local_size[l] + a - 1) / a * a;
+        o << "  const unsigned long cudamux_o_" << k.local_names[l] << " = cudamux_take(" << stride
+          << "ul * cudamux_n, " << std::max<std::uint64_t>(a, 64) << ");\n";
+      }
+    // Small states (the usual case) live on the worker's stack; large ones on the heap.
+    o << "  const bool cudamux_heap = cudamux_size > 65536ul;\n"
+         "  void* const cudamux_mem = cudamux_heap ? malloc(cudamux_size + 64) : "
+         "__builtin_alloca_with_align(cudamux_size + 64, 512);\n"
+         "  if (!cudamux_mem) { ::cudamux::ptx::trap(\"out of memory for the block's thread "
+         "slots\"); return; }\n"
+         "  char* const cudamux_base = reinterpret_cast<char*>((reinterpret_cast<unsigned long>("
+         "cudamux_mem) + 63) / 64 * 64);\n"
+         "  u32* const cudamux_pc = reinterpret_cast<u32*>(cudamux_base + cudamux_o_pc);\n"
+         "  u32* const cudamux_wait = reinterpret_cast<u32*>(cudamux_base + cudamux_o_wait);\n";
+    if (warp)
+      o << "  ::cudamux_split::W* const cudamux_wd = "
+           "reinterpret_cast<::cudamux_split::W*>(cudamux_base + cudamux_o_w);\n";
+    if (!outlined)
+      for (std::size_t r = 0; r < nregs; ++r)
+        if (slot[r])
+          o << "  cudamux_t_" << k.reg_names[r] << "* const cudamux_k_" << k.reg_names[r]
+            << " = reinterpret_cast<cudamux_t_" << k.reg_names[r] << "*>(cudamux_base + cudamux_o_"
+            << k.reg_names[r] << ");\n";
+    o << "  __builtin_memset(cudamux_pc, 0, 4ul * cudamux_n);\n"
+         "  __builtin_memset(cudamux_wait, 0, 4ul * cudamux_n);\n"
+         "  unsigned cudamux_live = cudamux_n;\n"
+         "  // Stops reached in a round: all equal exactly when their AND equals their OR.\n"
+         "  u32 cudamux_and = 0xffffffffu, cudamux_or = 0;\n"
+         "  // bar.red: arrivals add their predicates; the threads released read the totals.\n"
+         "  [[maybe_unused]] u32 cudamux_red_popc = 0, cudamux_acc_popc = 0;\n"
+         "  [[maybe_unused]] bool cudamux_red_and = true, cudamux_red_or = false;\n"
+         "  [[maybe_unused]] bool cudamux_acc_and = true, cudamux_acc_or = false;\n"
+         "  // Whether a pass got anywhere: a thread resumed from other than a yield stop, or an\n"
+         "  // mbarrier wait succeeded (see the pass's end).\n"
+         "  [[maybe_unused]] bool cudamux_progress = false;\n";
+  };
 
   // One lambda per resume point: runs thread cudamux_t from there to its next stop or exit.
   std::vector<std::uint32_t> single_end(kept.size(), 0);
+  std::vector<std::string> region_text;
+  std::vector<std::vector<std::uint32_t>> region_slots;  // kept registers each region names
+  std::size_t region_bytes = 0;
   for (std::size_t b = 0; b < kept.size(); ++b) {
     const std::size_t start = b == 0 ? 0 : stop_at[b] + 1;
     const std::vector<bool> mark = region(start);
@@ -823,73 +862,111 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
       }
       single_end[b] = several ? 0 : end;
     }
-    // Registers the region may write: a kept register restored at its entry and never written
-    // still has its value in the slot, so its stops need not store it again.
-    std::vector<bool> written(nregs, false);
+    // Registers the region may write: a kept register in the slot on entry and never written
+    // still has its value there, so its stops need not store it again (nor the entry load it).
+    // Registers the region names: only those are declared, loaded from the slots and
+    // recomputed in it. Every region declaring all of the kernel's registers and loading all
+    // that its stop keeps made CUB's onesweep kernel (8,035 registers, 621 stops) a
+    // 5-million-line twin that g++ could not compile in minutes (performance.md).
+    std::vector<bool> written(nregs, false), named(nregs, false);
     for (std::size_t i = 0; i < n_ins; ++i) {
       // The stop it resumes from writes its results (shfl, vote, bar.red) at the entry.
       if (!mark[i] && !(b != 0 && i == stop_at[b])) continue;
       uses_and_defs(f.body[i], uses, defs);
       for (auto d : defs)
-        if (d < nregs) written[d] = true;
+        if (d < nregs) written[d] = named[d] = true;
+      // A warp point's or barrier's operands were deposited before the stop; a yield stop's
+      // instruction runs again on resuming and reads them.
+      if (mark[i] || yield_at(i))
+        for (auto u : uses)
+          if (u < nregs) named[u] = true;
     }
-    std::vector<bool> restored(nregs, false);
-    for (auto r : kept[b]) restored[r] = true;
-    o << "  const auto cudamux_region_" << b
-      << " = [=, &cudamux_red_popc, &cudamux_red_and, &cudamux_red_or, &cudamux_acc_popc, "
-         "&cudamux_acc_and, &cudamux_acc_or, &cudamux_progress](const unsigned cudamux_t, const "
-         "uint3 cudamux_tid, u32& cudamux_c) __attribute__((always_inline)) {\n";
-    if (tls) o << "    ::threadIdx = cudamux_tid;\n    CUDAMUX_THREAD_STORED();\n";
-    o << "    [[maybe_unused]] const uint3 threadIdx = cudamux_tid;\n";
-    if (k.uses_carry) o << "    [[maybe_unused]] bool cudamux_carry = false;\n";
+    // Kept registers the region reads or writes are loaded (a guarded or partial write leaves
+    // the rest of the value as it was); the others stay in the slot untouched.
+    std::vector<bool> in_slot(nregs, false);
+    std::vector<std::uint32_t> loaded;
+    for (auto r : kept[b]) {
+      in_slot[r] = true;
+      if (named[r]) loaded.push_back(r);
+    }
+    // Recomputed registers the region needs, and what those read in turn (the closure is in
+    // program order: a definition comes before its readers).
+    std::vector<std::uint32_t> recomputed;
+    for (auto it = recompute[b].rbegin(); it != recompute[b].rend(); ++it) {
+      uses_and_defs(f.body[*it], uses, defs);
+      bool needed = false;
+      for (auto d : defs) needed = needed || (d < nregs && named[d]);
+      if (!needed) continue;
+      recomputed.insert(recomputed.begin(), *it);
+      for (auto u : uses)
+        if (u < nregs) named[u] = true;
+    }
+    // A stop the region reaches stores what that stop keeps and the slot may not hold: a
+    // register the region neither loads nor writes is stored as declared (zero), as before.
+    std::vector<bool> slot_used(nregs, false);
+    for (auto r : loaded) slot_used[r] = true;
+    for (std::size_t i = 0; i < n_ins; ++i)
+      if (mark[i] && stop_of[i] != 0)
+        for (auto r : kept[stop_of[i]])
+          if (!in_slot[r] || written[r]) named[r] = slot_used[r] = true;
+    std::vector<std::uint32_t> slots_named;
+    for (std::size_t r = 0; r < nregs; ++r)
+      if (slot_used[r]) slots_named.push_back(static_cast<std::uint32_t>(r));
+    region_slots.push_back(std::move(slots_named));
+    std::ostringstream
+        ro;  // the region's body; its opening is written once the twin's size is known
+    if (tls) ro << "    ::threadIdx = cudamux_tid;\n    CUDAMUX_THREAD_STORED();\n";
+    ro << "    [[maybe_unused]] const uint3 threadIdx = cudamux_tid;\n";
+    if (k.uses_carry) ro << "    [[maybe_unused]] bool cudamux_carry = false;\n";
     for (std::size_t r = 0; r < nregs; ++r) {
-      o << "    [[maybe_unused]] " << k.reg_storage[r] << " " << k.reg_names[r];
-      if (f.registers[r].vec > 1) o << "[" << unsigned(f.registers[r].vec) << "]";
-      o << "{};\n";
+      if (!named[r]) continue;
+      ro << "    [[maybe_unused]] " << k.reg_storage[r] << " " << k.reg_names[r];
+      if (f.registers[r].vec > 1) ro << "[" << unsigned(f.registers[r].vec) << "]";
+      ro << "{};\n";
     }
     for (std::size_t l = 0; l < f.locals.size(); ++l) {
       const auto& v = f.locals[l];
       if (v.space == Space::shared) continue;
       if (v.space == Space::param) {  // call sequences: never live across a stop
-        o << "    alignas(" << k.local_align[l] << ") unsigned char " << k.local_names[l] << "["
-          << k.local_size[l] << "];\n";
+        ro << "    alignas(" << k.local_align[l] << ") unsigned char " << k.local_names[l] << "["
+           << k.local_size[l] << "];\n";
       } else {
         const std::uint64_t a = std::max<std::uint64_t>(k.local_align[l], 1);
         const std::uint64_t stride = (k.local_size[l] + a - 1) / a * a;
-        o << "    [[maybe_unused]] auto& " << k.local_names[l]
-          << " = *reinterpret_cast<unsigned char(*)[" << k.local_size[l]
-          << "]>(cudamux_base + cudamux_o_" << k.local_names[l] << " + " << stride
-          << "ul * cudamux_t);\n";
+        ro << "    [[maybe_unused]] auto& " << k.local_names[l]
+           << " = *reinterpret_cast<unsigned char(*)[" << k.local_size[l]
+           << "]>(cudamux_base + cudamux_o_" << k.local_names[l] << " + " << stride
+           << "ul * cudamux_t);\n";
       }
     }
     if (b != 0) {
       // Resume: restore what the stop kept, write its results.
-      for (auto r : kept[b]) {
+      for (auto r : loaded) {
         if (f.registers[r].vec > 1)
-          o << "    __builtin_memcpy(&" << k.reg_names[r] << ", &cudamux_k_" << k.reg_names[r]
-            << "[cudamux_t], sizeof " << k.reg_names[r] << ");\n";
+          ro << "    __builtin_memcpy(&" << k.reg_names[r] << ", &cudamux_k_" << k.reg_names[r]
+             << "[cudamux_t], sizeof " << k.reg_names[r] << ");\n";
         else
-          o << "    " << k.reg_names[r] << " = cudamux_k_" << k.reg_names[r] << "[cudamux_t];\n";
+          ro << "    " << k.reg_names[r] << " = cudamux_k_" << k.reg_names[r] << "[cudamux_t];\n";
       }
-      for (auto i : recompute[b]) o << "    " << k.stmts[i] << "\n";
+      for (auto i : recomputed) ro << "    " << k.stmts[i] << "\n";
       const auto& in = f.body[stop_at[b]];
       if (yield_at(stop_at[b])) {
         // The instruction the thread yielded before (its guard held: it stopped under it).
-        if (in.op != Opcode::nanosleep) o << "    " << k.stmts[stop_at[b]] << "\n";
+        if (in.op != Opcode::nanosleep) ro << "    " << k.stmts[stop_at[b]] << "\n";
         // An mbarrier wait that succeeds is the block's progress; one that fails loops back to
         // this stop (nvcc's wait loops), as a spin-wait's poll does.
         if (mbarrier_wait(in))
-          o << "    if (" << k.rd(in.operands[0], Type::pred) << ") cudamux_progress = true;\n";
+          ro << "    if (" << k.rd(in.operands[0], Type::pred) << ") cudamux_progress = true;\n";
       } else if (is_cta_barrier(in)) {
         // bar.red's result is the reduction over the arrivals just released.
         if (is_reduction(in)) {
           if (in.boolop == BoolOp::popc)
-            o << "    " << k.wr(in.operands[0], Type::u32, "cudamux_red_popc") << "\n";
+            ro << "    " << k.wr(in.operands[0], Type::u32, "cudamux_red_popc") << "\n";
           else
-            o << "    "
-              << k.wr(in.operands[0], Type::pred,
-                      in.boolop == BoolOp::and_ ? "cudamux_red_and" : "cudamux_red_or")
-              << "\n";
+            ro << "    "
+               << k.wr(in.operands[0], Type::pred,
+                       in.boolop == BoolOp::and_ ? "cudamux_red_and" : "cudamux_red_or")
+               << "\n";
         }
       } else {
         const std::string res = "static_cast<u32>(cudamux_wd[cudamux_t].res)";
@@ -898,42 +975,42 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
         switch (warp_kind(in)) {
           case 0: {
             const auto dst = destinations(in, in.sync ? 4 : 3, first);
-            if (!dst.empty()) o << "    " << k.wr(*dst[0], Type::u32, res) << "\n";
-            if (dst.size() > 1) o << "    " << k.wr(*dst[1], Type::pred, wp) << "\n";
+            if (!dst.empty()) ro << "    " << k.wr(*dst[0], Type::u32, res) << "\n";
+            if (dst.size() > 1) ro << "    " << k.wr(*dst[1], Type::pred, wp) << "\n";
             break;
           }
           case 1:
           case 2:
           case 3:
-            o << "    " << k.wr(in.operands[0], Type::pred, "cudamux_wd[cudamux_t].res != 0")
-              << "\n";
+            ro << "    " << k.wr(in.operands[0], Type::pred, "cudamux_wd[cudamux_t].res != 0")
+               << "\n";
             break;
           case 4:
           case 7:
-            o << "    " << k.wr(in.operands[0], Type::u32, res) << "\n";
+            ro << "    " << k.wr(in.operands[0], Type::u32, res) << "\n";
             break;
           case 5:
           case 6: {
             const auto dst = destinations(in, 2, first);
-            if (!dst.empty()) o << "    " << k.wr(*dst[0], Type::u32, res) << "\n";
-            if (dst.size() > 1) o << "    " << k.wr(*dst[1], Type::pred, wp) << "\n";
+            if (!dst.empty()) ro << "    " << k.wr(*dst[0], Type::u32, res) << "\n";
+            if (dst.size() > 1) ro << "    " << k.wr(*dst[1], Type::pred, wp) << "\n";
             break;
           }
           case 9:
-            o << "    { const u32* out_ = cudamux_wd[cudamux_t].out; (void)out_; "
-              << matrix_parts(in, &k).scatter << "}\n";
+            ro << "    { const u32* out_ = cudamux_wd[cudamux_t].out; (void)out_; "
+               << matrix_parts(in, &k).scatter << "}\n";
             break;
           default:
-            if (warp_kind(in) >= 16) o << "    " << k.wr(in.operands[0], in.types[0], res) << "\n";
+            if (warp_kind(in) >= 16) ro << "    " << k.wr(in.operands[0], in.types[0], res) << "\n";
             break;
         }
       }
     }
-    if (start < n_ins) o << "    goto cudamux_start;\n";
+    if (start < n_ins) ro << "    goto cudamux_start;\n";
     for (std::size_t i = 0; i < n_ins; ++i) {
       if (!mark[i]) continue;
-      for (auto l : k.labels_at[i]) o << "L_" << l << ":;\n";
-      if (i == start) o << "cudamux_start:;\n";
+      for (auto l : k.labels_at[i]) ro << "L_" << l << ":;\n";
+      if (i == start) ro << "cudamux_start:;\n";
       const auto& in = f.body[i];
       std::string s;
       if (const auto c = stop_of[i]) {
@@ -992,7 +1069,7 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
                "u; cudamux_wait[cudamux_t] = 1u; ";
         }
         for (auto r : kept[c]) {
-          if (restored[r] && !written[r]) continue;
+          if (in_slot[r] && !written[r]) continue;
           if (f.registers[r].vec > 1)
             s += "__builtin_memcpy(&cudamux_k_" + k.reg_names[r] + "[cudamux_t], &" +
                  k.reg_names[r] + ", sizeof " + k.reg_names[r] + "); ";
@@ -1007,24 +1084,56 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
       } else {
         s = k.stmts[i];
       }
-      o << k.line(in.loc);
+      ro << k.line(in.loc);
       if (in.guarded && in.guard_reg < k.reg_names.size())
-        o << "if (" << (in.guard_negated ? "!" : "") << k.reg_names[in.guard_reg] << ") { " << s
-          << " }\n";
+        ro << "if (" << (in.guard_negated ? "!" : "") << k.reg_names[in.guard_reg] << ") { " << s
+           << " }\n";
       else
-        o << s << "\n";
+        ro << s << "\n";
     }
-    for (auto l : k.labels_at[n_ins]) o << "L_" << l << ":;\n";
-    o << "  cudamux_exit:\n"
-         "    cudamux_c = 0xffffffffu;\n"
-         "  };\n";
-    // The generic rounds call the region out of line: one copy of it is inlined in the
-    // uniform loop, where it matters.
-    o << "  const auto cudamux_slow_" << b
-      << " = [=](const unsigned cudamux_t, const uint3 cudamux_tid, u32& cudamux_c) "
-         "__attribute__((noinline)) { cudamux_region_"
-      << b << "(cudamux_t, cudamux_tid, cudamux_c); };\n";
+    for (auto l : k.labels_at[n_ins]) ro << "L_" << l << ":;\n";
+    ro << "  cudamux_exit:\n"
+          "    cudamux_c = 0xffffffffu;\n"
+          "  };\n";
+    region_bytes += static_cast<std::size_t>(ro.tellp());
+    region_text.push_back(std::move(ro).str());
   }
+  // A twin whose regions are large in all (kernels unrolled around many warp points: CUB's
+  // onesweep radix sort has 621 stops, a wmma GEMM 2,181) keeps each region a function of its
+  // own and runs every round through the per-thread dispatch: g++'s time grows faster than
+  // the size of one function, and inlining every region into its uniform loop (and once more
+  // out of line) took minutes there (performance.md). Smaller twins (those of the split tests
+  // and benchmarks are a few KB to ~100 KB) keep the inlined uniform loops, which g++
+  // vectorises.
+  if (region_bytes > k.max_split_region_bytes) return {};
+  const bool outlined = region_bytes > k.outline_regions_above;
+  std::ostringstream o;
+  emit_opening(o, outlined);
+  for (std::size_t b = 0; b < kept.size(); ++b) {
+    o << "  const auto cudamux_region_" << b
+      << " = [=, &cudamux_red_popc, &cudamux_red_and, &cudamux_red_or, &cudamux_acc_popc, "
+         "&cudamux_acc_and, &cudamux_acc_or, &cudamux_progress"
+      << (outlined && n_slots != 0 ? ", &cudamux_slot_at" : "")
+      << "](const unsigned cudamux_t, const uint3 cudamux_tid, u32& cudamux_c) __attribute__(("
+      << (outlined ? "noinline" : "always_inline") << ")) {\n";
+    if (outlined)
+      for (auto r : region_slots[b])
+        o << "    cudamux_t_" << k.reg_names[r] << "* const cudamux_k_" << k.reg_names[r]
+          << " = reinterpret_cast<cudamux_t_" << k.reg_names[r]
+          << "*>(cudamux_base + cudamux_slot_at[" << slot_index[r] << "]);\n";
+    o << region_text[b];
+    if (outlined) {
+      o << "  const auto& cudamux_slow_" << b << " = cudamux_region_" << b << ";\n";
+    } else {
+      // The generic rounds call the region out of line: one copy of it is inlined in the
+      // uniform loop, where it matters.
+      o << "  const auto cudamux_slow_" << b
+        << " = [=](const unsigned cudamux_t, const uint3 cudamux_tid, u32& cudamux_c) "
+           "__attribute__((noinline)) { cudamux_region_"
+        << b << "(cudamux_t, cudamux_tid, cudamux_c); };\n";
+    }
+  }
+  region_text.clear();
 
   // What a thread's run ends with: its resume point (or exit), and whether the round stays
   // uniform.
@@ -1050,9 +1159,11 @@ std::string emit_split(const SplitKernel& k, const std::string& twin) {
        "    cudamux_or = 0;\n"
        "    cudamux_progress = false;\n"
        "    bool cudamux_full = true;  // every live thread ran in this round\n"
-       "    if (cudamux_uniform && cudamux_live == cudamux_n) {\n"
-       "      switch (cudamux_upc) {\n";
-  for (std::size_t b = 0; b < kept.size(); ++b) {
+    // Outlined twins have no uniform loops: every round takes the dispatch below.
+    << (outlined ? "    if (false) {\n"
+                 : "    if (cudamux_uniform && cudamux_live == cudamux_n) {\n")
+    << "      switch (cudamux_upc) {\n";
+  for (std::size_t b = 0; b < (outlined ? 0 : kept.size()); ++b) {
     // Threads in linear order as nested loops: the innermost one, over threadIdx.x, is the
     // one g++ vectorises.
     const auto loops = [](const std::string& body) {

@@ -4,6 +4,7 @@
 // emit_cpp.cpp hands over what it has already translated (one statement per instruction).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -44,9 +45,12 @@ struct SplitKernel {
   std::function<std::string(const Operand&, Type, const std::string&)> wr;
   std::function<std::string(const Operand&, Space)> addr;  // char* expression of an address
   std::function<std::string(const SourceLoc&)> line;
+  std::size_t outline_regions_above = 0;   // EmitOptions::outline_regions_above
+  std::size_t max_split_region_bytes = 0;  // EmitOptions::max_split_region_bytes
 };
 
-// The twin's definition (a static function named `twin`, the kernel's parameter types).
+// The twin's definition (a static function named `twin`, the kernel's parameter types), or
+// "" when its regions exceed k.max_split_region_bytes (the kernel then stays on fibers).
 std::string emit_split(const SplitKernel& k, const std::string& twin);
 
 // The flat twin of a kernel that reaches no barrier (flattenable): the body once per thread

@@ -1,7 +1,9 @@
 // Barrier splitting (ptx/src/emit_split.cpp): nvcc's PTX of kernels with barriers
-// (data/split/split.cu) is translated twice, split (per-block twins, no fibers) and unsplit
-// (EmitOptions::split_barriers off: fibers), built like the mock builds modules, run through
-// the device runtime's cudamux_run_block, and both are compared with plain C++.
+// (data/split/split.cu) is translated three times, split (per-block twins, no fibers), split
+// with every twin outlined (each region a function, every round through the per-thread
+// dispatch: what large twins get) and unsplit (EmitOptions::split_barriers off: fibers), built
+// like the mock builds modules, run through the device runtime's cudamux_run_block, and all are
+// compared with plain C++.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -36,9 +38,10 @@ struct Variant {
   EmitResult emitted;
   std::unique_ptr<Loaded> mod;
 };
-Variant* g_variants[2] = {nullptr, nullptr};  // [0] unsplit, [1] split
+enum Kind { kFibers = 0, kSplit = 1, kOutlined = 2 };
+Variant* g_variants[3] = {nullptr, nullptr, nullptr};  // by Kind
 
-class Split : public ::testing::TestWithParam<bool> {
+class Split : public ::testing::TestWithParam<int> {
  public:
   static void SetUpTestSuite() {
     std::ifstream in(std::string(CUDAMUX_PTX_DATA) + "/split/split.compute_80.ptx");
@@ -47,10 +50,11 @@ class Split : public ::testing::TestWithParam<bool> {
     std::vector<Diagnostic> diags;
     const auto m = parse(ss.str(), diags);
     ASSERT_TRUE(m.has_value()) << (diags.empty() ? "" : diags[0].message);
-    for (int s = 0; s < 2; ++s) {
+    for (int s = kFibers; s <= kOutlined; ++s) {
       auto* v = new Variant;
       EmitOptions o;
-      o.split_barriers = s == 1;
+      o.split_barriers = s != kFibers;
+      if (s == kOutlined) o.outline_regions_above = 0;
       o.module_name = "split.ptx";
       v->emitted = emit_cpp(*m, o);
       v->mod = build(v->emitted.source);
@@ -66,7 +70,7 @@ class Split : public ::testing::TestWithParam<bool> {
 
  protected:
   const cudamux_kernel_desc* kernel(const char* name) {
-    Variant* v = g_variants[GetParam() ? 1 : 0];
+    Variant* v = g_variants[GetParam()];
     if (!v || !v->mod->desc) {
       ADD_FAILURE() << (v ? v->mod->error : "no module");
       return nullptr;
@@ -75,13 +79,11 @@ class Split : public ::testing::TestWithParam<bool> {
     EXPECT_NE(k, nullptr) << name;
     return k;
   }
-  std::uint64_t shared() const {
-    return g_variants[GetParam() ? 1 : 0]->emitted.static_shared_bytes;
-  }
+  std::uint64_t shared() const { return g_variants[GetParam()]->emitted.static_shared_bytes; }
   // Split: the per-block twin runs the block (no fibers); unsplit: the fibers.
   void expect_split(const cudamux_kernel_desc* k, bool splittable = true) {
     if (!k) return;
-    if (GetParam() && splittable)
+    if (GetParam() != kFibers && splittable)
       EXPECT_EQ(k->flags, unsigned{CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK});
     else
       EXPECT_EQ(k->flags, 0u);
@@ -501,9 +503,119 @@ DONE:
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ptx, Split, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return i.param ? std::string("split") : std::string("fibers");
+// Each region of a twin declares, loads and stores only the registers it names: with every
+// region declaring the whole register file, CUB's onesweep radix sort (8,035 registers, 621
+// warp points) became a 5-million-line twin. A chain of shuffles whose intermediate values live
+// in one region each: %r3 and %r7 are declared once, in the region that uses them, whether the
+// twin is inlined or outlined, and both give the chain's values. The kernel as written is a
+// stub that only names the kernel (the runtime runs split kernels through their twin).
+constexpr const char* kShuffleChain = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry chain(.param .u64 out)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r1, %tid.x;
+  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
+  add.s32 %r3, %r2, 7;
+  shfl.sync.bfly.b32 %r4, %r3, 2, 31, -1;
+  add.s32 %r5, %r4, %r1;
+  shfl.sync.bfly.b32 %r6, %r5, 4, 31, -1;
+  mul.lo.s32 %r7, %r6, 3;
+  shfl.sync.bfly.b32 %r8, %r7, 8, 31, -1;
+  add.s32 %r9, %r8, %r1;
+  shfl.sync.bfly.b32 %r10, %r9, 16, 31, -1;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r10;
+  ret;
+}
+)";
+
+// What kShuffleChain writes for thread t of a 64-thread block.
+std::vector<unsigned> shuffle_chain_values(unsigned n) {
+  std::vector<unsigned> want(n);
+  for (unsigned t = 0; t < n; ++t) {
+    const auto lane = [&](unsigned x, unsigned bit) { return (x & ~31u) | ((x & 31u) ^ bit); };
+    const auto r3 = [&](unsigned x) { return lane(x, 1) + 7; };
+    const auto r5 = [&](unsigned x) { return r3(lane(x, 2)) + x; };
+    const auto r7 = [&](unsigned x) { return r5(lane(x, 4)) * 3; };
+    const auto r9 = [&](unsigned x) { return r7(lane(x, 8)) + x; };
+    want[t] = r9(lane(t, 16));
+  }
+  return want;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(SplitEmit, RegionsDeclareOnlyTheRegistersTheyName) {
+  std::vector<Diagnostic> d;
+  const auto m = parse(kShuffleChain, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
+  const auto count = occurrences;
+  const unsigned n = 64;
+  const std::vector<unsigned> want = shuffle_chain_values(n);
+  for (const bool outlined : {false, true}) {
+    EmitOptions o;
+    o.module_name = "chain.ptx";
+    if (outlined) o.outline_regions_above = 0;
+    const EmitResult e = emit_cpp(*m, o);
+    ASSERT_TRUE(e.unsupported.empty());
+    EXPECT_EQ(count(e.source, "const auto cudamux_region_"), 6u);  // the start and 5 shuffles
+    EXPECT_EQ(count(e.source, "u32 r__r3{}"), 1u) << outlined;
+    EXPECT_EQ(count(e.source, "u32 r__r7{}"), 1u) << outlined;
+    EXPECT_EQ(count(e.source, "a split kernel's per-thread body ran"), 1u);
+    // Outlined: each region a function that the dispatch calls (no inlined copy).
+    EXPECT_EQ(count(e.source, "__attribute__((always_inline)) {"), outlined ? 0u : 6u);
+    EXPECT_EQ(count(e.source, "const auto& cudamux_slow_"), outlined ? 6u : 0u);
+    auto l = build(e.source);
+    ASSERT_TRUE(l->desc) << l->error;
+    const auto* k = l->kernel("chain");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->flags, unsigned{CUDAMUX_KERNEL_NO_BARRIERS | CUDAMUX_KERNEL_PER_BLOCK});
+    std::vector<unsigned> out(n, 0);
+    ASSERT_EQ(launch(k, {1, 1, 1}, {n, 1, 1}, {ptr(out.data())}, e.static_shared_bytes), 0);
+    for (unsigned t = 0; t < n; ++t) ASSERT_EQ(out[t], want[t]) << outlined << " " << t;
+  }
+}
+
+// Above EmitOptions::max_split_region_bytes no twin is made (a wmma GEMM's would be 26 MB of
+// C++): the kernel keeps its body as written, is registered for the fibers (flags 0) and gives
+// the same values.
+TEST(SplitEmit, TwinOverTheSizeCapLeavesTheKernelOnFibers) {
+  std::vector<Diagnostic> d;
+  const auto m = parse(kShuffleChain, d);
+  ASSERT_TRUE(m.has_value()) << (d.empty() ? std::string() : d.front().message);
+  EmitOptions o;
+  o.module_name = "chain.ptx";
+  o.max_split_region_bytes = 100;  // the chain's regions are a few KB
+  const EmitResult e = emit_cpp(*m, o);
+  ASSERT_TRUE(e.unsupported.empty());
+  EXPECT_EQ(occurrences(e.source, "cudamux_split_"), 0u);
+  EXPECT_EQ(occurrences(e.source, "a split kernel's per-thread body ran"), 0u);
+  auto l = build(e.source);
+  ASSERT_TRUE(l->desc) << l->error;
+  const auto* k = l->kernel("chain");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->flags, 0u);
+  const unsigned n = 64;
+  std::vector<unsigned> out(n, 0);
+  ASSERT_EQ(launch(k, {1, 1, 1}, {n, 1, 1}, {ptr(out.data())}, e.static_shared_bytes), 0);
+  EXPECT_EQ(out, shuffle_chain_values(n));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ptx, Split, ::testing::Values(kFibers, kSplit, kOutlined),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return i.param == kFibers  ? std::string("fibers")
+                                  : i.param == kSplit ? std::string("split")
+                                                      : std::string("outlined");
                          });
 
 }  // namespace

@@ -5,6 +5,7 @@
 // its line; they are also listed in `unsupported` so the loader can log them once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -37,6 +38,15 @@ struct EmitOptions {
   // twin: the body as a loop over the block's threads with threadIdx a local (no TLS store per
   // thread), which g++ can vectorise. Off by default; the mock turns it on outside memcheck.
   bool flat_kernels = false;
+  // Split twins whose regions total more than this many bytes of C++ keep each region a
+  // function of its own and run every round through the per-thread dispatch (no inlined
+  // uniform loops, which g++ vectorises but compiles in time that grows faster than the
+  // size): kernels unrolled around hundreds of warp points (CUB's radix sort, wmma GEMMs).
+  std::size_t outline_regions_above = 64 * 1024;
+  // No twin at all above this much region text: the kernel stays on fibers. A wmma GEMM
+  // unrolled around 2,181 warp points (cudaTensorCoreGemm) makes a 26 MB twin that g++ takes
+  // many minutes on, where the kernel as written compiles in about a minute.
+  std::size_t max_split_region_bytes = 8 * 1024 * 1024;
 };
 
 struct EmitResult {

@@ -2515,6 +2515,29 @@ inline void warp_exchange(const u32* in, F&& f) {
   cudamux_warp_op(CUDAMUX_WARP_SYNC, present, 0, 0, 32);
 }
 
+// As warp_exchange, for collectives one lane can compute for the whole warp: every lane
+// deposits its input and output buffers, the leader (the lowest present lane) calls
+// f(inputs, outputs) once (absent lanes: null), and the others wait for it.
+template <class F>
+inline void warp_exchange_all(const u32* in, u32* out, F&& f) {
+  struct Tables {
+    const u32* in[32];
+    u32* out[32];
+  } tables = {};  // used in the leader's frame only
+  const unsigned present =
+      static_cast<unsigned>(cudamux_warp_op(CUDAMUX_WARP_ACTIVEMASK, ~0u, 0, 0, 32));
+  const int leader = present != 0 ? __builtin_ctz(present) : 0;
+  auto* t = reinterpret_cast<Tables*>(static_cast<__UINTPTR_TYPE__>(
+      cudamux_warp_op(CUDAMUX_WARP_SHFL, present,
+                      static_cast<u64>(reinterpret_cast<__UINTPTR_TYPE__>(&tables)), leader, 32)));
+  t->in[laneid()] = in;
+  t->out[laneid()] = out;
+  cudamux_warp_op(CUDAMUX_WARP_SYNC, present, 0, 0, 32);
+  if (laneid() == static_cast<unsigned>(leader))
+    f(static_cast<const u32* const*>(t->in), static_cast<u32* const*>(t->out));
+  cudamux_warp_op(CUDAMUX_WARP_SYNC, present, 0, 0, 32);
+}
+
 // Bits of one element type: F16/BF16 16, TF32/F32/S32 32, S8/U8 8, F64 64.
 constexpr int bits_of(int t) {
   return t == S8 || t == U8 ? 8 : (t == F16 || t == BF16) ? 16 : t == F64 ? 64 : 32;
@@ -2804,9 +2827,66 @@ inline void wmma_mma_lane(const u32* const* t, unsigned lane, u32* out) {
   mma16<AT, AT, CT, DT, 2, K, wmma_shape<0, AT, K>::words, wmma_shape<1, AT, K>::words, false>(
       t, lane, out);
 }
+// Every lane's D fragment of one product, exactly as wmma_mma_lane computes each (the same
+// products summed in the same k order, the same rounding), with A and B decoded once per warp
+// instead of once per output of every lane (8,192 element decodes for 512 elements): on
+// fibers that decoding was the time of cudaTensorCoreGemm's 16.7 M products (performance.md).
+template <int AT, int CT, int DT, int K>
+inline void wmma_mma_all(const u32* const* t, u32* const* outs) {
+  constexpr int AW = wmma_shape<0, AT, K>::words;
+  constexpr unsigned BW = wmma_shape<1, AT, K>::words;
+  constexpr int per = 32 / bits_of(AT);  // elements per word
+  constexpr int W = 4 * per;             // k covered by one word across the 4 lanes of a row
+  double a[16][K], b[K][16];
+  for (unsigned i = 0; i < 16; ++i)
+    for (int k = 0; k < K; ++k) {
+      const unsigned kb = k / W, q = (k % W) / per, sub = k % per;
+      a[i][k] = fval<AT>(t, (i % 8) * 4 + q, (i >= 8 ? 1u : 0u) + 2 * kb, sub);
+    }
+  for (unsigned n = 0; n < 16; ++n)
+    for (int k = 0; k < K; ++k) {
+      const unsigned kb = k / W, q = (k % W) / per, sub = k % per;
+      b[k][n] =
+          fval<AT>(t, (n % 8) * 4 + q, AW + static_cast<unsigned>((K / W) * (n / 8)) + kb, sub);
+    }
+  // The whole 16 x 16 product, each element summed in k order from 0 as wmma_mma_lane does;
+  // the innermost loop runs over n, so g++ vectorises it without reordering any sum.
+  double d[16][16] = {};
+  for (unsigned i = 0; i < 16; ++i)
+    for (int k = 0; k < K; ++k) {
+      const double x = a[i][k];
+      for (unsigned n = 0; n < 16; ++n) d[i][n] += x * b[k][n];
+    }
+  for (unsigned me = 0; me < 32; ++me) {
+    u32* const out = outs[me];
+    if (out == nullptr) continue;
+    const unsigned g = me / 4, tq = me % 4;
+    for (unsigned nt = 0; nt < 2; ++nt)
+      for (unsigned r = 0; r < 4; ++r) {
+        const unsigned i = g + (r >= 2 ? 8u : 0u), n = 2 * tq + (r & 1) + 8u * nt;
+        double cf;
+        if constexpr (CT == F16)
+          cf = fval<F16>(t, me, AW + BW + 2 * (n / 8) + (i >= 8 ? 1u : 0u), n & 1);
+        else
+          cf = fval<F32>(t, me, AW + BW + 4 * (n / 8) + 2 * (i >= 8 ? 1u : 0u) + (n & 1), 0);
+        const double sum = d[i][n] + cf;
+        if constexpr (DT == F16) {
+          const u32 h = cvt<F16, F64, RN, 0>(sum);
+          const unsigned o = 2 * nt + (r >= 2 ? 1u : 0u);
+          if ((r & 1) == 0)
+            out[o] = h;
+          else
+            out[o] |= h << 16;
+        } else {
+          out[4 * nt + r] = __builtin_bit_cast(u32, static_cast<float>(sum));
+        }
+      }
+  }
+}
 template <int AT, int CT, int DT, int K>
 inline void wmma_mma(const u32* in, u32* out) {
-  warp_exchange(in, [&](const u32* const* t) { wmma_mma_lane<AT, CT, DT, K>(t, laneid(), out); });
+  warp_exchange_all(
+      in, out, [](const u32* const* t, u32* const* outs) { wmma_mma_all<AT, CT, DT, K>(t, outs); });
 }
 
 }  // namespace cudamux::ptx::mma_ops
