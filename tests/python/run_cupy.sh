@@ -19,6 +19,9 @@ export LD_PRELOAD="$nvrtc${LD_PRELOAD:+:$LD_PRELOAD}"
 # cuda_runtime.h; the mock's built-in headers answer the names it includes, so ours serve,
 # with or without a toolkit (pathfinder looks at CUDA_PATH after wheels and conda).
 export CUDA_PATH="$(dirname "$include")" CUDA_HOME="$(dirname "$include")"
-# CuPy's kernel cache in the build tree, so that runs do not share ~/.cupy.
-export CUPY_CACHE_DIR="$venv.kernel-cache"
+# CuPy's kernel cache in the build tree, so that runs do not share ~/.cupy; one per device ABI
+# of the mock, whose compiled modules CuPy caches (a module of another ABI does not load).
+abi=$(sed -n 's/^#define CUDAMUX_DEVICE_ABI \([0-9]*\).*/\1/p' \
+  "$libdir/cudamux/mock-include/cudamux/device_abi.h" 2>/dev/null)
+export CUPY_CACHE_DIR="$venv.kernel-cache/abi${abi:-unknown}"
 exec "$venv/bin/python" "$here/test_cupy_mock.py"

@@ -391,7 +391,15 @@ be::Status load_module_image(const void* image, spdlog::logger& log,
   auto fn = reinterpret_cast<cudamux_module_fn>(::dlsym(handle, CUDAMUX_MODULE_SYMBOL));
   object->desc = fn != nullptr ? fn() : nullptr;
   if (object->desc == nullptr || object->desc->abi != CUDAMUX_DEVICE_ABI) {
-    log.error("mock backend: the module has no kernel table of device ABI {}", CUDAMUX_DEVICE_ABI);
+    if (object->desc != nullptr)
+      log.error(
+          "mock backend: the module was compiled by another version of cudamux (device ABI {}, "
+          "this one {}): compile it again (a program's own cache of compiled modules, such as "
+          "CuPy's kernel cache, holds such images)",
+          object->desc->abi, CUDAMUX_DEVICE_ABI);
+    else
+      log.error("mock backend: the module has no kernel table of device ABI {}",
+                CUDAMUX_DEVICE_ABI);
     return status(CUDA_ERROR_INVALID_IMAGE);
   }
   out = std::make_unique<MockModule>(std::move(object));
