@@ -819,6 +819,26 @@ bool searchable_include(const std::string& path) {
   return !fs::exists(st) || fs::is_directory(st);
 }
 
+// A private folder under the system's temporary folder, removed with all it holds when this
+// goes (a compile's or a link's working files).
+struct TempFolder {
+  fs::path path;
+  TempFolder() = default;
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  ~TempFolder() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+  // False (errno set) when the folder cannot be made.
+  bool create(std::string_view prefix) {
+    std::string tmpl = (fs::temp_directory_path() / (std::string(prefix) + "XXXXXX")).string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return false;
+    path = tmpl;
+    return true;
+  }
+};
+
 bool gold_available() {
   static const bool yes = [] {
     const char* env = std::getenv("PATH");
@@ -1724,19 +1744,12 @@ be::Status MockCompiler::compile_impl(const be::CompileRequest& request, be::Com
   const CompilerFamily family = compiler.family;
 
   // A private working folder with the program, its headers and the output.
-  std::string tmpl = (fs::temp_directory_path() / "cudamux-nvrtc-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
+  TempFolder work;
+  if (!work.create("cudamux-nvrtc-")) {
     log_->error("mock compiler: cannot create a temporary folder: {}", std::strerror(errno));
     return status(CUDA_ERROR_OPERATING_SYSTEM);
   }
-  const fs::path dir = tmpl;
-  struct Cleanup {
-    fs::path d;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  } cleanup{dir};
+  const fs::path& dir = work.path;
 
   // Kernels are analysed on the source as compiled (extern __shared__ rewritten; same lines).
   // Generated sources (PTX translated by ptx/) carry their own kernel table and #lines.
@@ -2182,19 +2195,12 @@ be::Status MockCompiler::link_objects(const std::vector<std::string_view>& objec
   image.clear();
   const DeviceFiles files = device_files();
   if (files.include_dir.empty() || objects.empty()) return status(CUDA_ERROR_INVALID_VALUE);
-  std::string tmpl = (fs::temp_directory_path() / "cudamux-link-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
+  TempFolder work;
+  if (!work.create("cudamux-link-")) {
     log_->error("mock linker: cannot create a temporary folder: {}", std::strerror(errno));
     return status(CUDA_ERROR_OPERATING_SYSTEM);
   }
-  const fs::path dir = tmpl;
-  struct Cleanup {
-    fs::path d;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  } cleanup{dir};
+  const fs::path& dir = work.path;
 
   int arch = 0;
   std::vector<std::string> entries;
