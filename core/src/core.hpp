@@ -132,6 +132,16 @@ struct Context {
     void (*destructor)(CUcontext, void*, void*) = nullptr;
   };
   std::vector<LocalStorage> local_storage;
+  // The same keys and values for readers without the lock (NVIDIA's static runtime reads its
+  // state on every launch): an immutable copy published on each change. Replaced copies stay
+  // until the context goes, since a reader may still hold one; past kMaxLocalStorageViews
+  // changes nothing is published and reads take state_mutex (the view stays null).
+  struct LocalStorageView {
+    std::vector<std::pair<void*, void*>> entries;
+  };
+  static constexpr std::size_t kMaxLocalStorageViews = 64;
+  std::atomic<const LocalStorageView*> local_storage_view{nullptr};
+  std::vector<std::unique_ptr<const LocalStorageView>> local_storage_views;  // state_mutex
 
   // --- issue 17 (peer.cpp) ---
   // Contexts whose memory this one may reach (cuCtxEnablePeerAccess), by handle and id: a
@@ -374,6 +384,11 @@ struct Kernel {
   // cuKernelSetAttribute values, applied to the kernel's function in every context.
   std::atomic<int> max_dynamic_shared{-1};
   std::atomic<int> preferred_carveout{-1};
+  // The CUfunction handle its last launch resolved to (function_for_launch): a launch in the
+  // same context takes it after one handle-table check instead of the registry lock and two
+  // map lookups (a registered kernel's <<<>>> launches by CUkernel, issue 14). A stale handle
+  // fails the table's generation check, so unloads need not clear it.
+  std::atomic<std::uintptr_t> launch_function{0};
 };
 
 struct Library {

@@ -80,6 +80,23 @@ void callback_flags(std::uint32_t** flags, std::size_t* count) {
   if (count) *count = Elements;
 }
 
+// Publishes ctx.local_storage for lock-free readers (Context::local_storage_view). state_mutex
+// held.
+void publish_local_storage_locked(Context& ctx) noexcept {
+  ctx.local_storage_view.store(nullptr, std::memory_order_release);  // until a copy is made
+  if (ctx.local_storage_views.size() >= Context::kMaxLocalStorageViews) return;
+  try {
+    auto view = std::make_unique<Context::LocalStorageView>();
+    view->entries.reserve(ctx.local_storage.size());
+    for (const auto& e : ctx.local_storage) view->entries.emplace_back(e.key, e.value);
+    const Context::LocalStorageView* published = view.get();
+    ctx.local_storage_views.push_back(std::move(view));
+    ctx.local_storage_view.store(published, std::memory_order_release);
+  } catch (...) {
+    // No copy: readers take the lock.
+  }
+}
+
 // CONTEXT_LOCAL_STORAGE_INTERFACE_V0301: a value per (context, key), with a destructor run
 // when the context goes (release_local_storage).
 CUresult local_storage_put(CUcontext handle, void* key, void* value,
@@ -94,6 +111,7 @@ CUresult local_storage_put(CUcontext handle, void* key, void* value,
     if (e.key == key) {
       e.value = value;
       e.destructor = destructor;
+      publish_local_storage_locked(*ctx);
       return CUDA_SUCCESS;
     }
   }
@@ -102,6 +120,7 @@ CUresult local_storage_put(CUcontext handle, void* key, void* value,
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  publish_local_storage_locked(*ctx);
   return CUDA_SUCCESS;
 }
 CUresult local_storage_delete(CUcontext handle, void* key) {
@@ -110,6 +129,7 @@ CUresult local_storage_delete(CUcontext handle, void* key) {
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard lock(ctx->state_mutex);
   const auto n = std::erase_if(ctx->local_storage, [&](const auto& e) { return e.key == key; });
+  if (n) publish_local_storage_locked(*ctx);
   return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 CUresult local_storage_get(void** value, CUcontext handle, void* key) {
@@ -117,6 +137,15 @@ CUresult local_storage_get(void** value, CUcontext handle, void* key) {
   Context* ctx = handle ? context_of(handle) : nullptr;
   if (!handle && current_context(ctx) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_CONTEXT;
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const auto* view = ctx->local_storage_view.load(std::memory_order_acquire)) {
+    for (const auto& [k, v] : view->entries) {
+      if (k == key) {
+        *value = v;
+        return CUDA_SUCCESS;
+      }
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   std::lock_guard lock(ctx->state_mutex);
   for (const auto& e : ctx->local_storage) {
     if (e.key == key) {
@@ -475,6 +504,7 @@ void release_local_storage(CUcontext handle) noexcept {
   {
     std::lock_guard lock(ctx->state_mutex);
     entries.swap(ctx->local_storage);
+    publish_local_storage_locked(*ctx);
   }
   for (const auto& e : entries) {
     if (e.destructor) e.destructor(handle, e.key, e.value);

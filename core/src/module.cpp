@@ -428,8 +428,20 @@ CUresult function_for_launch(CUfunction h, Context* ctx, Function*& out) noexcep
     Core& core = Core::get();
     if ((out = core.functions.find(reinterpret_cast<std::uintptr_t>(h)))) return CUDA_SUCCESS;
     // CUDA: a CUkernel cast to CUfunction launches in the stream's (or current) context.
-    if (Kernel* k = core.kernels.find(reinterpret_cast<std::uintptr_t>(h)))
-      return kernel_function(*k, ctx, out, "cuLaunchKernel");
+    if (Kernel* k = core.kernels.find(reinterpret_cast<std::uintptr_t>(h))) {
+      if (ctx) {
+        Function* last = core.functions.find(k->launch_function.load(std::memory_order_relaxed));
+        if (last && last->module->ctx == ctx) {
+          out = last;
+          return CUDA_SUCCESS;
+        }
+      }
+      const CUresult r = kernel_function(*k, ctx, out, "cuLaunchKernel");
+      if (r == CUDA_SUCCESS)
+        k->launch_function.store(reinterpret_cast<std::uintptr_t>(out->handle),
+                                 std::memory_order_relaxed);
+      return r;
+    }
     return reject(CUDA_ERROR_INVALID_HANDLE, "cuLaunchKernel", "invalid function");
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;

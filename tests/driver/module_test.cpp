@@ -209,9 +209,6 @@ TEST_F(Module, InvalidHandles) {
 // --- with a loaded module ---
 
 TEST_F(Module, LoadQueryLaunchUnload) {
-  CUDAMUX_KNOWN_DIFFERENCE("mock",
-                           "these cases load NVIDIA PTX; the mock runs modules compiled by "
-                           "cudamux's NVRTC (tests/kernels, tests/nvrtc cover it)");
   CUDAMUX_KNOWN_DIFFERENCE(
       "hip", "PTX images: hip loads AMDGPU code objects (tests/hip_backend covers modules)");
   CUmodule m = nullptr;
@@ -329,9 +326,6 @@ TEST_F(Module, LoadQueryLaunchUnload) {
 }
 
 TEST_F(Module, LibraryAndKernels) {
-  CUDAMUX_KNOWN_DIFFERENCE("mock",
-                           "these cases load NVIDIA PTX; the mock runs modules compiled by "
-                           "cudamux's NVRTC (tests/kernels, tests/nvrtc cover it)");
   CUDAMUX_KNOWN_DIFFERENCE(
       "hip", "PTX images: hip loads AMDGPU code objects (tests/hip_backend covers modules)");
   CUlibrary l = nullptr;
@@ -380,6 +374,72 @@ TEST_F(Module, LibraryAndKernels) {
   for (unsigned x : out) ASSERT_EQ(x, 7u);
   ASSERT_OK(cuLibraryUnload(l));
   EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuLibraryUnload(l));
+}
+
+// A kernel that stores its argument in its module's global: which context's module ran it
+// shows in that context's copy of `mark_value`.
+constexpr char kMarkPtx[] = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .global .align 4 .u32 mark_value;
+.visible .entry mark(.param .u32 mark_v)
+{
+  .reg .b32 %r<2>;
+  ld.param.u32 %r1, [mark_v];
+  st.global.u32 [mark_value], %r1;
+  ret;
+}
+)";
+
+// A CUkernel cast to CUfunction launches in the current context, loading the library there
+// first (how CUDA 13's runtime launches registered kernels). The core remembers a kernel's last
+// function for the next launch (issue 14): switching contexts, destroying one and making a new
+// one in its place, and reloading the library must each still run the current context's module.
+TEST_F(Module, KernelHandleLaunchesInTheContextOfEachLaunch) {
+  CUDAMUX_KNOWN_DIFFERENCE(
+      "hip", "PTX images: hip loads AMDGPU code objects (tests/hip_backend covers modules)");
+  CUlibrary l = nullptr;
+  ASSERT_OK(cuLibraryLoadData(&l, kMarkPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUkernel k = nullptr;
+  ASSERT_OK(cuLibraryGetKernel(&k, l, "mark"));
+  // Launches the kernel handle in the current context and reads that context's mark_value.
+  auto mark_here = [&](unsigned value, unsigned& seen) {
+    void* args[] = {&value};
+    ASSERT_OK(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 1, 1, 1, 0, nullptr, args,
+                             nullptr));
+    CUdeviceptr global = 0;
+    size_t bytes = 0;
+    ASSERT_OK(cuLibraryGetGlobal(&global, &bytes, l, "mark_value"));
+    ASSERT_EQ(bytes, sizeof(unsigned));
+    ASSERT_OK(cuMemcpyDtoH_v2(&seen, global, sizeof seen));
+  };
+  unsigned seen = 0;
+  ASSERT_NO_FATAL_FAILURE(mark_here(1, seen));
+  EXPECT_EQ(seen, 1u);
+  CUcontext second = nullptr;
+  ASSERT_OK(cuCtxCreate(&second, 0, dev));
+  ASSERT_NO_FATAL_FAILURE(mark_here(2, seen));
+  EXPECT_EQ(seen, 2u) << "in a second context";
+  ASSERT_OK(cuCtxSetCurrent(ctx));
+  ASSERT_NO_FATAL_FAILURE(mark_here(3, seen));
+  EXPECT_EQ(seen, 3u) << "back in the first context";
+  ASSERT_OK(cuCtxSetCurrent(second));
+  ASSERT_NO_FATAL_FAILURE(mark_here(4, seen));
+  EXPECT_EQ(seen, 4u) << "in the second context again";
+  ASSERT_OK(cuCtxDestroy(second));
+  CUcontext third = nullptr;  // may take the place the second one left
+  ASSERT_OK(cuCtxCreate(&third, 0, dev));
+  ASSERT_NO_FATAL_FAILURE(mark_here(5, seen));
+  EXPECT_EQ(seen, 5u) << "in a context made after one the kernel ran in was destroyed";
+  ASSERT_OK(cuCtxDestroy(third));
+  ASSERT_OK(cuCtxSetCurrent(ctx));
+  ASSERT_OK(cuLibraryUnload(l));
+  ASSERT_OK(cuLibraryLoadData(&l, kMarkPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  ASSERT_OK(cuLibraryGetKernel(&k, l, "mark"));
+  ASSERT_NO_FATAL_FAILURE(mark_here(6, seen));
+  EXPECT_EQ(seen, 6u) << "after the library was loaded again";
+  ASSERT_OK(cuLibraryUnload(l));
 }
 
 // --- thread block clusters (cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) ---

@@ -688,6 +688,7 @@ TEST_F(Runtime, DestroyedStreamsAndEventsAreRejected) {
 
 int g_shadow[4] = {1, 2, 3, 4};  // the host shadow of a __device__ int[4]
 void kernel_stub() {}            // a kernel's host stub
+void other_kernel_stub() {}      // another program's
 
 // What nvcc emits for a program with one kernel: a fat binary container holding its PTX
 // (compute_75, uncompressed) and the wrapper __cudaRegisterFatBinary gets. The mock runs the
@@ -723,6 +724,10 @@ class Registered : public Runtime {
  protected:
   void SetUp() override {
     Runtime::SetUp();
+    register_program();
+  }
+  // What nvcc's registration code does at program start.
+  void register_program() {
     fatbin.kind = entry_kind;
     wrapper.data = &fatbin;
     handle = __cudaRegisterFatBinary(&wrapper);
@@ -770,6 +775,33 @@ TEST_F(RegisteredPtx, KernelsRunFromThePtx) {
   int out[4] = {};
   ASSERT_RT(cudaMemcpyFromSymbol(out, g_shadow, sizeof out));
   EXPECT_EQ(out[2], 3);
+}
+
+// Launch loops find their kernel through a per-thread memo (issue 14); a kernel whose fat
+// binary went (a library unloaded with dlclose) must not be found through it, and the one
+// registered in its place must be.
+TEST_F(RegisteredPtx, UnregisteredKernelsAreGoneAndRegisteringAgainBringsThemBack) {
+  // A second program stays registered throughout, as in a process with other libraries.
+  FatbinWrapper other_wrapper;
+  other_wrapper.data = &fatbin;
+  void** other = __cudaRegisterFatBinary(&other_wrapper);
+  __cudaRegisterFunction(other, reinterpret_cast<const char*>(&other_kernel_stub),
+                         const_cast<char*>("_Z6kernelv"), "_Z6kernelv", -1, nullptr, nullptr,
+                         nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(other);
+  const void* stub = reinterpret_cast<const void*>(&kernel_stub);
+  ASSERT_RT(cudaLaunchKernel(stub, dim3(1), dim3(32), nullptr, 0, nullptr));
+  ASSERT_RT(cudaDeviceSynchronize());
+  __cudaUnregisterFatBinary(handle);
+  EXPECT_EQ(cudaLaunchKernel(stub, dim3(1), dim3(32), nullptr, 0, nullptr),
+            cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  register_program();
+  ASSERT_RT(cudaLaunchKernel(stub, dim3(1), dim3(32), nullptr, 0, nullptr));
+  ASSERT_RT(cudaLaunchKernel(reinterpret_cast<const void*>(&other_kernel_stub), dim3(1), dim3(32),
+                             nullptr, 0, nullptr));
+  ASSERT_RT(cudaDeviceSynchronize());
+  __cudaUnregisterFatBinary(other);
 }
 
 TEST_F(Registered, MemcpyToAndFromSymbol) {

@@ -12,10 +12,12 @@
 // Registered stubs are looked up first: they are exact addresses, while a stub's address
 // could in principle decode as a live handle.
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <new>
 
 #include "cudamux/driver_impl.hpp"
 #include "cudamux/runtime_impl.hpp"
@@ -105,18 +107,29 @@ DeviceLimits read_limits(int dev) noexcept {
     l.shared_optin = get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   return l;
 }
+// Read on every launch: one acquire load once known (std::call_once cost a library call).
 const DeviceLimits& device_limits(int dev) noexcept {
   constexpr int kCached = 64;
-  static std::array<std::once_flag, kCached> once;
-  static std::array<DeviceLimits, kCached> limits;
+  static std::array<std::atomic<const DeviceLimits*>, kCached> cache{};
   if (dev < 0 || dev >= kCached) {
     thread_local DeviceLimits uncached;
     uncached = read_limits(dev);
     return uncached;
   }
-  const auto i = static_cast<std::size_t>(dev);
-  std::call_once(once[i], [&] { limits[i] = read_limits(dev); });
-  return limits[i];
+  auto& slot = cache[static_cast<std::size_t>(dev)];
+  if (const DeviceLimits* hit = slot.load(std::memory_order_acquire)) return *hit;
+  const auto* fresh = new (std::nothrow) DeviceLimits(read_limits(dev));  // lives for the process
+  if (!fresh) {
+    thread_local DeviceLimits unstored;
+    unstored = read_limits(dev);
+    return unstored;
+  }
+  const DeviceLimits* expected = nullptr;
+  if (!slot.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+    delete fresh;  // another thread published the same values first
+    return *expected;
+  }
+  return *fresh;
 }
 
 }  // namespace

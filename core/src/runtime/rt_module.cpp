@@ -69,6 +69,9 @@ struct Registry {
   // records.size(), readable without the lock: a program with no nvcc-registered kernels
   // (NVRTC + cudaLibrary*) skips the lookup on every launch.
   std::atomic<std::size_t> live{0};
+  // Bumped whenever a record goes (unregistered, or replaced by a second registration), so
+  // that the per-thread memo of registered() never answers with a freed record.
+  std::atomic<std::uint64_t> removals{0};
   std::unordered_map<const void*, SymbolEntry> symbols;  // by host shadow
   // Device copies of symbols, per context they were created in.
   std::map<std::pair<const void*, CUcontext>, CUdeviceptr> copies;
@@ -235,10 +238,27 @@ const void* registered(const void* func) noexcept {
   if (!func) return nullptr;
   Registry& r = registry();
   if (r.live.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard lock(r.mutex);
-  if (const auto it = r.functions.find(func); it != r.functions.end()) return it->second.get();
-  // CUDA 13's kernel handle of a registered stub (__cudaGetKernel) is its record.
-  return r.records.contains(func) ? func : nullptr;
+  // Launch loops ask for one kernel again and again: the last answer of this thread stands
+  // while no record has gone since (records only ever appear otherwise).
+  struct Last {
+    const void* func = nullptr;
+    const void* record = nullptr;
+    std::uint64_t removals = 0;
+  };
+  thread_local Last t_last;
+  const std::uint64_t removals = r.removals.load(std::memory_order_acquire);
+  if (t_last.func == func && t_last.removals == removals) return t_last.record;
+  const void* record = nullptr;
+  {
+    std::lock_guard lock(r.mutex);
+    if (const auto it = r.functions.find(func); it != r.functions.end()) {
+      record = it->second.get();
+    } else if (r.records.contains(func)) {
+      record = func;  // CUDA 13's kernel handle of a registered stub (__cudaGetKernel)
+    }
+  }
+  if (record) t_last = {func, record, removals};
+  return record;
 }
 
 const char* registered_name(const void* record) noexcept {
@@ -330,6 +350,7 @@ void __cudaUnregisterFatBinary(void** fatCubinHandle) {
     r.records.erase(kv.second.get());
     return true;
   });
+  r.removals.fetch_add(1, std::memory_order_acq_rel);
   r.live.store(r.records.size(), std::memory_order_release);
   std::erase_if(r.symbols, [&](const auto& kv) { return kv.second.module == fatCubinHandle; });
   // Device copies stay with their contexts (freed when the context goes); runs from
@@ -346,7 +367,10 @@ void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* de
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   auto& slot = r.functions[hostFun];
-  if (slot) r.records.erase(slot.get());  // registered again: the old record goes
+  if (slot) {  // registered again: the old record goes
+    r.records.erase(slot.get());
+    r.removals.fetch_add(1, std::memory_order_acq_rel);
+  }
   r.records.insert(fn.get());
   slot = std::move(fn);
   r.live.store(r.records.size(), std::memory_order_release);
