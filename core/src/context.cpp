@@ -84,6 +84,8 @@ CUresult create_context(int device, unsigned flags, bool primary, CUcontext& out
   ctx->device = device;
   ctx->flags = flags;
   ctx->primary = primary;
+  ctx->launch_blocking = core.launch_blocking();
+  ctx->launch_limits = launch_limits_of(device);
   ctx->id = core.next_context_id.fetch_add(1);
   default_limits(*ctx);
   if (auto st = core.backend().open_context(core.backend_ordinal(device), flags, ctx->impl);

@@ -39,8 +39,15 @@ struct MemPool;        // stream-ordered memory pools (mempool.cpp)
 
 enum class StreamKind : std::uint8_t { legacy, per_thread, user };
 
+// Every submission reads the first fields (the context, queue, capture state, kind and
+// flags): they come first, in one cache line (issue 14: a launch's cost is mostly the lines it
+// misses after NVIDIA's driver ran).
 struct Stream {
   Context* ctx = nullptr;
+  std::unique_ptr<backend::Queue> queue;
+  // issue 16: set while the stream takes part in a stream capture (capture.cpp); every
+  // submission path checks it and adds a graph node instead of running the work.
+  std::atomic<StreamCapture*> capture{nullptr};
   CUstream handle = nullptr;  // our encoded handle (legacy/per-thread ones too)
   StreamKind kind = StreamKind::user;
   unsigned flags = 0;
@@ -55,15 +62,11 @@ struct Stream {
     CUlaunchMemSyncDomain mem_sync_domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
     unsigned nvlink_util_centric_scheduling = 0;
   } attributes;
-  std::unique_ptr<backend::Queue> queue;
   // Marker used to order this stream against the legacy default stream.
   std::unique_ptr<backend::Event> marker;
   // Legacy-stream ordering state, guarded by Context::order_mutex.
   bool has_unsynced_work = false;  // work the legacy stream has not waited for yet
   std::uint64_t legacy_seen = 0;   // legacy submissions this stream already waited for
-  // issue 16: set while the stream takes part in a stream capture (capture.cpp); every
-  // submission path checks it and adds a graph node instead of running the work.
-  std::atomic<StreamCapture*> capture{nullptr};
 
   [[nodiscard]] bool blocking() const noexcept {
     return kind != StreamKind::legacy && !(flags & CU_STREAM_NON_BLOCKING);
@@ -84,14 +87,28 @@ struct Event {
 
 inline constexpr std::size_t kLimitCount = 0x10;  // > every CUlimit value of 13.0
 
-struct Context {
+// The device's limits every launch checks (launch.cpp; the others stay with the device).
+struct LaunchLimits {
+  int block[3] = {0, 0, 0};
+  int grid[3] = {0, 0, 0};
+  int threads_per_block = 0;
+  int regs_per_block = 0;
+};
+
+// What every launch reads comes first, in one cache line (see Stream).
+struct alignas(64) Context {
   CUcontext handle = nullptr;
   int device = 0;
-  unsigned flags = 0;
+  // issue #3: set when a query/synchronize reports an unrecoverable kernel error; from then on
+  // every call that uses this context returns it (CUDA's rule).
+  std::atomic<CUresult> sticky{CUDA_SUCCESS};
+  std::unique_ptr<Stream> legacy;
+  LaunchLimits launch_limits;    // the device's, copied when the context is made
+  bool launch_blocking = false;  // Core::launch_blocking() when made
   bool primary = false;
+  unsigned flags = 0;
   unsigned long long id = 0;
   std::unique_ptr<backend::DeviceContext> impl;
-  std::unique_ptr<Stream> legacy;
 
   std::mutex state_mutex;  // limits, cache config
   std::array<std::size_t, kLimitCount> limits{};
@@ -116,9 +133,6 @@ struct Context {
   std::unique_ptr<backend::Queue> gather_queue;
 
   // --- issue #3 (module.cpp, launch.cpp) ---
-  // Sticky error: set when a query/synchronize reports an unrecoverable kernel error;
-  // from then on every call that uses this context returns it (CUDA's rule).
-  std::atomic<CUresult> sticky{CUDA_SUCCESS};
   // Loaded modules (owned via Core::modules), unloaded with the context. Guarded by the
   // module registry lock (module.cpp): loading and unloading are rare, launches never take it.
   std::vector<Module*> modules;
@@ -337,11 +351,23 @@ CUresult reject(CUresult result, const char* function, const char* why) noexcept
 
 // --- issue #3: modules, functions, libraries (module.cpp) and sticky errors ---
 
-struct Function {
+// The fields a launch reads come first, in one cache line (see Stream).
+struct alignas(64) Function {
   Module* module = nullptr;
-  CUfunction handle = nullptr;
+  Context* ctx = nullptr;             // module->ctx, without the second object
   backend::Function* impl = nullptr;  // owned by module->impl
-  std::string name;                   // NUL-terminated copy for cuFuncGetName
+  // What every launch checks that cannot change once the function is loaded (launch.cpp):
+  // read from the backend on the first launch (each is a virtual call, a driver call on a
+  // cache miss of the cuda backend), then kept. Written before launch_ready is set.
+  std::atomic<bool> launch_ready{false};
+  std::atomic<int> launch_max_threads{0};         // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  std::atomic<int> launch_regs{0};                // CU_FUNC_ATTRIBUTE_NUM_REGS
+  std::atomic<std::size_t> launch_args_bytes{0};  // extent of the packed parameters
+  // impl->params(), which the backend never changes once the function exists.
+  std::atomic<const backend::ParamInfo*> launch_params{nullptr};
+  std::atomic<std::size_t> launch_param_count{0};
+  CUfunction handle = nullptr;
+  std::string name;  // NUL-terminated copy for cuFuncGetName
   // cuFuncSetAttribute / cuFuncSetCacheConfig state (the backend keeps none).
   std::atomic<int> max_dynamic_shared{-1};  // -1: not set (the backend's value applies)
   std::atomic<int> preferred_carveout{-1};
@@ -349,9 +375,6 @@ struct Function {
   std::atomic<int> cluster_scheduling{0};
   std::atomic<CUfunc_cache> cache_config{CU_FUNC_CACHE_PREFER_NONE};
   std::atomic<CUsharedconfig> shared_config{CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE};
-  // What every launch checks that cannot change once the function is loaded (launch.cpp):
-  // read from the backend on the first launch (each is a virtual call, a driver call on a
-  // cache miss of the cuda backend), then kept. Written before launch_ready is set.
   // The legacy launch API's state (cuFuncSetBlockShape, cuFuncSetSharedSize, cuParamSet*;
   // legacy_launch.cpp), per function as in NVIDIA's driver; guarded by legacy_mutex.
   std::mutex legacy_mutex;
@@ -359,10 +382,6 @@ struct Function {
   unsigned legacy_shared = 0;
   std::vector<std::byte> legacy_params;  // the cuParamSet* buffer
   std::size_t legacy_param_size = 0;     // cuParamSetSize
-  std::atomic<bool> launch_ready{false};
-  std::atomic<int> launch_max_threads{0};         // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-  std::atomic<int> launch_regs{0};                // CU_FUNC_ATTRIBUTE_NUM_REGS
-  std::atomic<std::size_t> launch_args_bytes{0};  // extent of the packed parameters
 };
 
 struct Module {
@@ -402,6 +421,8 @@ struct Library {
   bool names_listed = false;
 };
 
+// The device's launch limits (launch.cpp), read once per device.
+LaunchLimits launch_limits_of(int device);
 // Function for a CUfunction handle, or for a CUkernel cast to CUfunction (CUDA allows
 // that for launches): the kernel's function in `ctx`, loaded on demand.
 CUresult function_for_launch(CUfunction f, Context* ctx, Function*& out) noexcept;

@@ -161,9 +161,10 @@ class HandleTable {
         *chunks_[index >> kChunkBits].load(std::memory_order_relaxed))[index & (kChunkSize - 1)];
   }
 
-  const std::uintptr_t tag_;
-  mutable std::mutex mutex_;
+  // find() reads tag_ and the first chunk pointers: one cache line (issue 14, launches).
+  alignas(64) const std::uintptr_t tag_;
   std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
+  mutable std::mutex mutex_;
   std::vector<std::uint32_t> free_;
   std::uint32_t next_ = 0;
 };

@@ -6,7 +6,9 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core.hpp"
@@ -20,9 +22,9 @@ struct Limits {
   int block[3];
   int grid[3];
   int threads_per_block;
+  int regs_per_block;
   int shared_per_block;
   int shared_optin;
-  int regs_per_block;
   int sm_count;
   int threads_per_sm;
   int blocks_per_sm;
@@ -57,23 +59,30 @@ Limits read_limits(int dev) {
 }
 
 // Device attributes never change after cuInit, and reading them costs a backend call each
-// (a driver call on the cuda backend): read them once per device, not on every launch.
+// (a driver call on the cuda backend): read them once per device, not on every launch (which
+// reads the copy in its context, Context::launch_limits).
 const Limits& limits_of(int dev) {
   constexpr int kMaxCached = 256;
-  static std::atomic<const Limits*> cache[kMaxCached] = {};
+  struct alignas(64) Cached {
+    std::atomic<bool> ready{false};
+    Limits limits{};
+  };
+  static Cached cache[kMaxCached];
+  static std::mutex fill_mutex;
   if (dev < 0 || dev >= kMaxCached) {
     thread_local Limits uncached;
     uncached = read_limits(dev);
     return uncached;
   }
-  if (const Limits* hit = cache[dev].load(std::memory_order_acquire)) return *hit;
-  const Limits* fresh = new Limits(read_limits(dev));  // lives for the process, like the devices
-  const Limits* expected = nullptr;
-  if (!cache[dev].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
-    delete fresh;  // another thread published the same values first
-    return *expected;
+  Cached& c = cache[dev];
+  if (!c.ready.load(std::memory_order_acquire)) {
+    std::lock_guard lock(fill_mutex);
+    if (!c.ready.load(std::memory_order_relaxed)) {
+      c.limits = read_limits(dev);
+      c.ready.store(true, std::memory_order_release);
+    }
   }
-  return *fresh;
+  return c.limits;
 }
 
 int fattr(const Function& f, CUfunction_attribute attr) {
@@ -85,6 +94,7 @@ struct KernelLimits {
   int max_threads;
   int regs;
   std::size_t args_bytes;
+  std::span<const backend::ParamInfo> params;
 };
 
 // Function::launch_* (core.hpp): the same values fattr() and params() give, read once.
@@ -92,15 +102,20 @@ KernelLimits kernel_limits(Function& f) {
   if (f.launch_ready.load(std::memory_order_acquire)) {
     return {f.launch_max_threads.load(std::memory_order_relaxed),
             f.launch_regs.load(std::memory_order_relaxed),
-            f.launch_args_bytes.load(std::memory_order_relaxed)};
+            f.launch_args_bytes.load(std::memory_order_relaxed),
+            {f.launch_params.load(std::memory_order_relaxed),
+             f.launch_param_count.load(std::memory_order_relaxed)}};
   }
+  const auto& params = f.impl->params();
   KernelLimits k{fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
-                 fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS), 0};
-  for (const auto& p : f.impl->params()) k.args_bytes = std::max(k.args_bytes, p.offset + p.size);
+                 fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS), 0, params};
+  for (const auto& p : params) k.args_bytes = std::max(k.args_bytes, p.offset + p.size);
   // Threads racing here store the same values.
   f.launch_max_threads.store(k.max_threads, std::memory_order_relaxed);
   f.launch_regs.store(k.regs, std::memory_order_relaxed);
   f.launch_args_bytes.store(k.args_bytes, std::memory_order_relaxed);
+  f.launch_params.store(params.data(), std::memory_order_relaxed);
+  f.launch_param_count.store(params.size(), std::memory_order_relaxed);
   f.launch_ready.store(true, std::memory_order_release);
   return k;
 }
@@ -159,9 +174,9 @@ struct LaunchRequest {
 
 // Validates a launch of `f` in `ctx` against the device's and the kernel's limits; `total`
 // gets the extent of the packed arguments.
-CUresult check_launch(Function& f, Context& ctx, const LaunchShape& q, std::size_t& total,
+CUresult check_launch(Function& f, Context& ctx, const LaunchShape& q, KernelLimits& kernel,
                       const char* fn) {
-  const Limits& l = limits_of(ctx.device);
+  const LaunchLimits& l = ctx.launch_limits;
   unsigned long long threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (q.grid[i] == 0 || q.block[i] == 0)
@@ -212,22 +227,22 @@ CUresult check_launch(Function& f, Context& ctx, const LaunchShape& q, std::size
   if (q.cooperative) {
     if (!device_attribute_or(ctx.device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0))
       return reject(CUDA_ERROR_NOT_SUPPORTED, fn, "the device has no cooperative launches");
+    const Limits& device = limits_of(ctx.device);
     const unsigned long long blocks = 1ULL * q.grid[0] * q.grid[1] * q.grid[2];
-    const unsigned long long fit = 1ULL *
-                                   blocks_per_sm(f, l, static_cast<long long>(threads), q.shared) *
-                                   static_cast<unsigned>(l.sm_count);
+    const unsigned long long fit =
+        1ULL * blocks_per_sm(f, device, static_cast<long long>(threads), q.shared) *
+        static_cast<unsigned>(device.sm_count);
     if (blocks > fit)
       return reject(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, fn,
                     "grid larger than the blocks that can be co-resident");
   }
-  total = k.args_bytes;
+  kernel = k;
   return CUDA_SUCCESS;
 }
 
 // Packs kernelParams or `extra` into `buf` (`total` bytes, per Function::params()).
-CUresult pack_args(const Function& f, std::size_t total, void** kparams, void** extra,
-                   std::byte* buf, const char* fn) {
-  const auto& params = f.impl->params();
+CUresult pack_args(std::span<const backend::ParamInfo> params, std::size_t total, void** kparams,
+                   void** extra, std::byte* buf, const char* fn) {
   if (kparams && extra)
     return reject(CUDA_ERROR_INVALID_VALUE, fn, "both kernelParams and extra given");
   if (kparams) {
@@ -269,7 +284,7 @@ CUresult launch(const LaunchRequest& q) {
   if (CUresult r = resolve_stream(q.stream, q.per_thread, s)) return r;
   Function* f = nullptr;
   if (CUresult r = function_for_launch(q.f, s->ctx, f)) return r;
-  if (f->module->ctx != s->ctx)
+  if (f->ctx != s->ctx)
     return reject(CUDA_ERROR_INVALID_HANDLE, fn,
                   "function and stream belong to different contexts");
   if (CUresult r = sticky_error(*s->ctx)) return r;
@@ -278,8 +293,9 @@ CUresult launch(const LaunchRequest& q) {
                           q.shared,
                           q.cooperative,
                           {q.cluster[0], q.cluster[1], q.cluster[2]}};
-  std::size_t total = 0;
-  if (CUresult r = check_launch(*f, *s->ctx, shape, total, fn)) return r;
+  KernelLimits kernel{};
+  if (CUresult r = check_launch(*f, *s->ctx, shape, kernel, fn)) return r;
+  const std::size_t total = kernel.args_bytes;
 
   // Arguments are copied here: the caller may reuse its storage once we return.
   std::array<std::byte, 512> small;
@@ -289,7 +305,7 @@ CUresult launch(const LaunchRequest& q) {
     large.resize(total);
     buf = large.data();
   }
-  if (CUresult r = pack_args(*f, total, q.params, q.extra, buf, fn)) return r;
+  if (CUresult r = pack_args(kernel.params, total, q.params, q.extra, buf, fn)) return r;
   // issue 16: a capturing stream records the launch as a kernel node instead.
   if (capture_applies(*s)) return capture_kernel(*s, *f, shape, buf, total, fn);
 
@@ -302,14 +318,18 @@ CUresult launch(const LaunchRequest& q) {
   desc.shared_bytes = q.shared;
   desc.args = total ? buf : nullptr;
   desc.args_size = total;
+  desc.params = kernel.params.data();
+  desc.param_count = kernel.params.size();
   desc.cooperative = q.cooperative;
   for (int i = 0; i < 3; ++i) desc.cluster[i] = q.cluster[i];
+  const backend::Status st = submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); });
+  if (st.ok() && !s->ctx->launch_blocking) [[likely]]
+    return CUDA_SUCCESS;
   Core& core = Core::get();
   // A sticky error reported by the launch itself (an injected fault, issue 6) sticks as it would
   // later.
-  const CUresult r = note_sticky(
-      *s->ctx, core.map(submit(*s, [&](backend::Queue& queue) { return queue.launch(desc); }), fn));
-  if (r != CUDA_SUCCESS || !core.launch_blocking()) return r;
+  const CUresult r = note_sticky(*s->ctx, core.map(st, fn));
+  if (r != CUDA_SUCCESS) return r;
   // issue 8: CUDA_LAUNCH_BLOCKING=1: the launch waits for its kernel, so the kernel's own errors
   // (assert, illegal address) surface here, and stick to the context as they would later.
   return note_sticky(*s->ctx, core.map(s->queue->synchronize(), fn));
@@ -502,12 +522,24 @@ std::optional<CUresult> backend_cluster_occupancy(const Function& f, const CUlau
 
 }  // namespace
 
+LaunchLimits launch_limits_of(int device) {
+  const Limits& l = limits_of(device);
+  LaunchLimits out;
+  for (int i = 0; i < 3; ++i) {
+    out.block[i] = l.block[i];
+    out.grid[i] = l.grid[i];
+  }
+  out.threads_per_block = l.threads_per_block;
+  out.regs_per_block = l.regs_per_block;
+  return out;
+}
+
 CUresult check_and_pack_launch(Function& f, Context& ctx, const LaunchShape& shape, void** params,
                                void** extra, std::vector<std::byte>& args, const char* fn) {
-  std::size_t total = 0;
-  if (CUresult r = check_launch(f, ctx, shape, total, fn)) return r;
-  args.assign(total, std::byte{0});
-  return pack_args(f, total, params, extra, args.data(), fn);
+  KernelLimits kernel{};
+  if (CUresult r = check_launch(f, ctx, shape, kernel, fn)) return r;
+  args.assign(kernel.args_bytes, std::byte{0});
+  return pack_args(kernel.params, kernel.args_bytes, params, extra, args.data(), fn);
 }
 
 }  // namespace cudamux::core

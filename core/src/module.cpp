@@ -162,6 +162,7 @@ CUresult function_locked(Module& m, std::string_view name, Function*& out, const
   }
   auto f = std::make_unique<Function>();
   f->module = &m;
+  f->ctx = m.ctx;
   f->impl = impl;
   f->name = std::string(name);
   if (m.library) {  // cuKernelSetAttribute values reach every context's function
@@ -431,7 +432,7 @@ CUresult function_for_launch(CUfunction h, Context* ctx, Function*& out) noexcep
     if (Kernel* k = core.kernels.find(reinterpret_cast<std::uintptr_t>(h))) {
       if (ctx) {
         Function* last = core.functions.find(k->launch_function.load(std::memory_order_relaxed));
-        if (last && last->module->ctx == ctx) {
+        if (last && last->ctx == ctx) {
           out = last;
           return CUDA_SUCCESS;
         }

@@ -58,6 +58,22 @@ const bool g_quiet = [] {
   return q != nullptr && *q != '\0' && *q != '0';
 }();
 
+// FAKE_NVIDIA_LAUNCH_EVICT=<bytes>: every launch writes one byte per cache line of a buffer
+// that large, as NVIDIA's launch path displaces the caller's cache lines (its pushbuffer,
+// channel and scheduling state). scripts/launch-footprint.sh counts, under a cache simulator,
+// the lines cudamux then misses on each launch.
+std::vector<unsigned char>& evict_buffer() {
+  static std::vector<unsigned char> buffer = [] {
+    const char* e = std::getenv("FAKE_NVIDIA_LAUNCH_EVICT");
+    return std::vector<unsigned char>(e != nullptr ? std::strtoull(e, nullptr, 10) : 0);
+  }();
+  return buffer;
+}
+void evict_caches() {
+  auto& buffer = evict_buffer();
+  for (std::size_t i = 0; i < buffer.size(); i += 64) buffer[i] = static_cast<unsigned char>(i);
+}
+
 // FAKE_NVIDIA_LOG=stderr: every line also goes to stderr, for tests that run whole programs.
 const bool g_echo = [] {
   const char* e = std::getenv("FAKE_NVIDIA_LOG");
@@ -689,6 +705,7 @@ void log_launch(const char* fn, const FakeFunction& k, unsigned gx, unsigned gy,
 CUresult launch(const char* fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                 unsigned by, unsigned bz, unsigned shared, void** params, void** extra) {
   auto* k = reinterpret_cast<FakeFunction*>(f);
+  evict_caches();
   if (!g_quiet) log_launch(fn, *k, gx, gy, gz, bx, by, bz, shared, params, extra);
   if (static_cast<int>(shared) > k->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (k->name == "saxpy" && params) {

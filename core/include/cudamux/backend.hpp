@@ -58,7 +58,8 @@ namespace cudamux::backend {
 //     (stream-ordered pools of the device's own driver; issue 16); the compression argument of
 //     VirtualMemory::create, Devices::p2p_atomic_capabilities
 // 12: ModuleImage::name (the name a program gave a cuLink* input)
-inline constexpr std::uint32_t kAbiVersion = 12;
+// 13: LaunchDesc::params / param_count
+inline constexpr std::uint32_t kAbiVersion = 13;
 
 // Names of the symbols every plugin exports (extern "C"):
 //   std::uint32_t cudamux_backend_abi_version();
@@ -238,6 +239,8 @@ class Function {
   // Every CU_FUNC_ATTRIBUTE_* the backend can answer; not_supported() otherwise.
   virtual Status attribute(CUfunction_attribute attr, int& value) const = 0;
   // Layout of the parameters (cuFuncGetParamInfo); the core packs kernelParams with it.
+  // Fixed once the function exists: the core keeps a pointer to the elements (and passes it
+  // back in LaunchDesc::params) for as long as the function lives.
   [[nodiscard]] virtual const std::vector<ParamInfo>& params() const noexcept = 0;
   // A cuFuncSetAttribute / cuKernelSetAttribute value, already validated by the core,
   // which records it only when this succeeds. NVIDIA's driver must be told (it refuses
@@ -308,6 +311,10 @@ struct LaunchDesc {
   unsigned shared_bytes = 0;   // dynamic shared memory
   const void* args = nullptr;  // packed per Function::params(); valid only during launch()
   std::size_t args_size = 0;
+  // function->params(), as the core read it (the backend need not touch its function object
+  // again to place the arguments); null with param_count 0 when the core did not set it.
+  const ParamInfo* params = nullptr;
+  std::size_t param_count = 0;
   bool cooperative = false;
   // Thread block cluster dimensions (cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION),
   // validated by the core: each divides the grid's. Above 1x1x1 only for a backend whose

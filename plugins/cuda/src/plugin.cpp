@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -559,11 +560,22 @@ class NvidiaQueue final : public be::Queue {
   }
   be::Status synchronize() override { return status(api_.cuStreamSynchronize(stream_)); }
   be::Status launch(const be::LaunchDesc& d) override {
-    if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    // A plain launch needs no current context: NVIDIA's cuLaunchKernel on a stream runs in
+    // the stream's context whatever is current (driver 580, H200: launched with another
+    // context current, none, and from a new thread, each kernel ran and wrote its value;
+    // probe kept outside the tree). stream_ is never null. Skipping make_current spares a
+    // thread-local read on every launch; cooperative and cluster launches keep it.
+    const bool plain = !d.cooperative && (d.cluster[0] | d.cluster[1] | d.cluster[2]) == 1;
+    if (!plain) {
+      if (auto st = make_current(api_, ctx_); !st.ok()) return st;
+    }
     const auto& f = static_cast<const NvidiaFunction&>(*d.function);
     // kernelParams point into the core's packed copy (valid during this call; NVIDIA
-    // copies the values before cuLaunchKernel returns).
-    const auto& params = f.params();
+    // copies the values before cuLaunchKernel returns). The core passes the layout along,
+    // which spares reading the function object's vector again.
+    const std::span<const be::ParamInfo> params =
+        d.params != nullptr ? std::span<const be::ParamInfo>(d.params, d.param_count)
+                            : std::span<const be::ParamInfo>(f.params());
     // Not zero-filled: only the first params.size() entries are written and read (filling
     // all 64 was a third of this function's time per launch).
     void* small[64];
