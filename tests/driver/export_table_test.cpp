@@ -234,7 +234,7 @@ TEST_F(ExportTable, ContextLocalStorageLivesAndDiesWithTheContext) {
   const auto get = reinterpret_cast<Get>(storage[2]);
   int key = 0, value = 0, other = 0;
   CUcontext mine = nullptr;
-  ASSERT_OK(cuCtxCreate(&mine, 0, dev));
+  ASSERT_OK(cuCtxCreate_v2(&mine, 0, dev));
   void* out = nullptr;
   EXPECT_NE(get(&out, nullptr, &key), CUDA_SUCCESS) << "nothing stored yet";
   const Dtor record = [](CUcontext c, void* k, void* v) {
@@ -248,9 +248,9 @@ TEST_F(ExportTable, ContextLocalStorageLivesAndDiesWithTheContext) {
   EXPECT_EQ(out, &value);
   // Per context: another context has nothing under the key.
   CUcontext second = nullptr;
-  ASSERT_OK(cuCtxCreate(&second, 0, dev));
+  ASSERT_OK(cuCtxCreate_v2(&second, 0, dev));
   EXPECT_NE(get(&out, second, &key), CUDA_SUCCESS);
-  ASSERT_OK(cuCtxDestroy(second));
+  ASSERT_OK(cuCtxDestroy_v2(second));
   // Values replaced and keys added many times over (reads take no lock: the core publishes a
   // copy per change, up to a bound, then reads take the lock): every read sees the last put.
   int more_keys[100] = {}, more_values[100] = {};
@@ -275,7 +275,7 @@ TEST_F(ExportTable, ContextLocalStorageLivesAndDiesWithTheContext) {
   EXPECT_EQ(g_destroyed.calls, 0);
   // Destroying the context runs the destructor with what was stored.
   ASSERT_OK(put(mine, &key, &other, record));
-  ASSERT_OK(cuCtxDestroy(mine));
+  ASSERT_OK(cuCtxDestroy_v2(mine));
   EXPECT_EQ(g_destroyed.calls, 1);
   EXPECT_EQ(g_destroyed.ctx, mine);
   EXPECT_EQ(g_destroyed.key, &key);

@@ -223,7 +223,8 @@ TEST_F(Module, LoadQueryLaunchUnload) {
   CUfunction listed = nullptr;
   ASSERT_OK(cuModuleEnumerateFunctions(&listed, 1, m));
   CUfunction two[2] = {};
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuModuleEnumerateFunctions(two, 2, m));
+  EXPECT_OK(cuModuleEnumerateFunctions(two, 2, m)) << "room for more is no error (NVIDIA's 580)";
+  EXPECT_EQ(two[0], listed);
   const char* name = nullptr;
   ASSERT_OK(cuFuncGetName(&name, listed));
   EXPECT_STREQ(name, "fill");
@@ -357,8 +358,8 @@ TEST_F(Module, LibraryAndKernels) {
   ASSERT_OK(cuKernelSetCacheConfig(k, CU_FUNC_CACHE_PREFER_SHARED, dev));
   CUmodule m = nullptr;
   ASSERT_OK(cuLibraryGetModule(&m, l));
-  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuModuleUnload(m))
-      << "a library's module belongs to it";  // oracle: verify on NVIDIA
+  EXPECT_CU(CUDA_ERROR_NOT_PERMITTED, cuModuleUnload(m))
+      << "a library's module belongs to it (NVIDIA's 580 answer)";
   CUdeviceptr global = 0;
   size_t bytes = 0;
   ASSERT_OK(cuLibraryGetGlobal(&global, &bytes, l, "counter"));
@@ -418,7 +419,7 @@ TEST_F(Module, KernelHandleLaunchesInTheContextOfEachLaunch) {
   ASSERT_NO_FATAL_FAILURE(mark_here(1, seen));
   EXPECT_EQ(seen, 1u);
   CUcontext second = nullptr;
-  ASSERT_OK(cuCtxCreate(&second, 0, dev));
+  ASSERT_OK(cuCtxCreate_v2(&second, 0, dev));
   ASSERT_NO_FATAL_FAILURE(mark_here(2, seen));
   EXPECT_EQ(seen, 2u) << "in a second context";
   ASSERT_OK(cuCtxSetCurrent(ctx));
@@ -427,12 +428,12 @@ TEST_F(Module, KernelHandleLaunchesInTheContextOfEachLaunch) {
   ASSERT_OK(cuCtxSetCurrent(second));
   ASSERT_NO_FATAL_FAILURE(mark_here(4, seen));
   EXPECT_EQ(seen, 4u) << "in the second context again";
-  ASSERT_OK(cuCtxDestroy(second));
+  ASSERT_OK(cuCtxDestroy_v2(second));
   CUcontext third = nullptr;  // may take the place the second one left
-  ASSERT_OK(cuCtxCreate(&third, 0, dev));
+  ASSERT_OK(cuCtxCreate_v2(&third, 0, dev));
   ASSERT_NO_FATAL_FAILURE(mark_here(5, seen));
   EXPECT_EQ(seen, 5u) << "in a context made after one the kernel ran in was destroyed";
-  ASSERT_OK(cuCtxDestroy(third));
+  ASSERT_OK(cuCtxDestroy_v2(third));
   ASSERT_OK(cuCtxSetCurrent(ctx));
   ASSERT_OK(cuLibraryUnload(l));
   ASSERT_OK(cuLibraryLoadData(&l, kMarkPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
