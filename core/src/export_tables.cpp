@@ -107,13 +107,9 @@ CUresult local_storage_put(CUcontext handle, void* key, void* value,
     return r;
   if (!ctx) ctx = context_of(handle);
   std::lock_guard lock(ctx->state_mutex);
-  for (auto& e : ctx->local_storage) {
-    if (e.key == key) {
-      e.value = value;
-      e.destructor = destructor;
-      publish_local_storage_locked(*ctx);
-      return CUDA_SUCCESS;
-    }
+  for (const auto& e : ctx->local_storage) {
+    // NVIDIA's driver 580 (H200) refuses a key already stored and keeps its value.
+    if (e.key == key) return CUDA_ERROR_INVALID_HANDLE;
   }
   try {
     ctx->local_storage.push_back({key, value, destructor});
