@@ -73,7 +73,7 @@ if command -v clang++-14 >/dev/null 2>&1 &&
   echo "== API-sequence fuzzer (smoke run)"
   CC=clang-14 CXX=clang++-14 cmake -S tests/fuzz -B build-fuzz -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target cudamux_api_fuzzer cudamux_fatbin_fuzzer cudamux_ptx_fuzzer
+  cmake --build build-fuzz -j"$jobs" --target cudamux_api_fuzzer cudamux_fatbin_fuzzer cudamux_ptx_fuzzer cudamux_elf_fuzzer
   tests/fuzz/run.sh smoke build-fuzz
 else
   echo "== API-sequence fuzzer: skipped (no clang-14 with libFuzzer)"

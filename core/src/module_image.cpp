@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core.hpp"
+#include "cudamux/elf_section.hpp"
 #include "cudamux/fatbin.hpp"
 
 namespace cudamux::core {
@@ -160,35 +161,20 @@ int find_object(dl_phdr_info* info, std::size_t, void* data) {
 }
 
 // The bytes of section `name` of the ELF file at `path` (read from the file: section headers
-// are not loaded into memory). False when the file cannot be read, is not a 64-bit ELF, a
-// header points outside it, or there is no such section.
-bool read_section(const std::string& path, std::string_view name, std::vector<std::byte>& out) {
+// are not loaded into memory). False when the file cannot be opened or has no such section;
+// with `why` when it is damaged (elf::find_section).
+bool read_section(const std::string& path, std::string_view name, std::vector<std::byte>& out,
+                  std::string& why) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   in.seekg(0, std::ios::end);
   const auto file_size = static_cast<std::uint64_t>(in.tellg());
-  auto read_at = [&](std::uint64_t at, void* to, std::uint64_t n) {
-    if (at > file_size || n > file_size - at) return false;
+  const elf::ReadAt read_at = [&](std::uint64_t at, void* to, std::uint64_t n) {
     in.seekg(static_cast<std::streamoff>(at));
     return static_cast<bool>(in.read(static_cast<char*>(to), static_cast<std::streamsize>(n)));
   };
-  Elf64_Ehdr eh{};
-  if (!read_at(0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      eh.e_shstrndx >= eh.e_shnum)
-    return false;
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  if (!read_at(eh.e_shoff, sh.data(), sh.size() * sizeof(Elf64_Shdr))) return false;
-  const Elf64_Shdr& strtab = sh[eh.e_shstrndx];
-  std::string names(strtab.sh_size, '\0');
-  if (!read_at(strtab.sh_offset, names.data(), names.size())) return false;
-  for (const auto& s : sh) {
-    if (s.sh_name >= names.size() || s.sh_type == SHT_NOBITS) continue;
-    if (std::string_view(names.c_str() + s.sh_name) != name) continue;
-    if (s.sh_size > (std::uint64_t{1} << 30)) return false;
-    out.resize(s.sh_size);
-    return read_at(s.sh_offset, out.data(), out.size());
-  }
+  if (elf::find_section(read_at, file_size, name, out, why)) return true;
+  if (!why.empty()) why = path + ": " + why;
   return false;
 }
 
@@ -199,7 +185,7 @@ bool relocatable_fat_binaries(const void* image, std::vector<std::byte>& section
   ObjectOf object;
   object.address = image;
   if (::dl_iterate_phdr(find_object, &object) == 0 || !object.found) return false;
-  if (!read_section(object.path, "__nv_relfatbin", section)) return false;
+  if (!read_section(object.path, "__nv_relfatbin", section, why)) return false;
   if (!fatbin::parse(section, entries, why)) {
     why = "the relocatable objects' fat binaries of " + object.path + " are damaged: " + why;
     return false;

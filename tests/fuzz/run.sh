@@ -4,7 +4,8 @@
 #   tests/fuzz/run.sh long  [build-dir] [N]   fuzz until N executions (default 1,000,000)
 # Smoke mode then runs the fat binary parser fuzzer the same way (tests/fuzz/corpus-fatbin,
 # 20 s: CUDAMUX_FATBIN_FUZZ_SECONDS) when target cudamux_fatbin_fuzzer was built, and the PTX
-# front end fuzzer (tests/fuzz/corpus-ptx, 20 s: CUDAMUX_PTX_FUZZ_SECONDS) likewise.
+# front end fuzzer (tests/fuzz/corpus-ptx, 20 s: CUDAMUX_PTX_FUZZ_SECONDS) likewise, and the ELF
+# section reader fuzzer (tests/fuzz/corpus-elf, 15 s: CUDAMUX_ELF_FUZZ_SECONDS).
 # New inputs go to a scratch corpus under the build dir; the committed corpus
 # (tests/fuzz/corpus: seeds and regressions) is only read.
 set -euo pipefail
@@ -51,6 +52,17 @@ case "$mode" in
         "$build/corpus-ptx-$mode" "$here/corpus-ptx"
     else
       echo "fuzz: no $ptx (build target cudamux_ptx_fuzzer): PTX fuzzer skipped" >&2
+    fi
+    elf="$build/cudamux_elf_fuzzer"
+    if [[ -x "$elf" ]]; then
+      # ELF seeds are small objects of about 1 KB.
+      el_common=("${common[@]/#-max_len=4096/-max_len=8192}")
+      mkdir -p "$build/corpus-elf-$mode"
+      "$elf" "${el_common[@]}" -runs=0 "$here/corpus-elf"
+      "$elf" "${el_common[@]}" -max_total_time="${CUDAMUX_ELF_FUZZ_SECONDS:-15}" \
+        "$build/corpus-elf-$mode" "$here/corpus-elf"
+    else
+      echo "fuzz: no $elf (build target cudamux_elf_fuzzer): ELF fuzzer skipped" >&2
     fi ;;
   long)
     "$fuzzer" "${common[@]}" -runs="${3:-1000000}" "$scratch" "$here/corpus" ;;
