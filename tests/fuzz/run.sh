@@ -25,45 +25,31 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 common=(-timeout=20 -rss_limit_mb=4096 -max_len=4096 -detect_leaks=1 -print_final_stats=1
         "-artifact_prefix=$build/artifacts/")
 
+# parser_fuzzer NAME LABEL MAX_LEN SECONDS: cudamux_NAME_fuzzer replays tests/fuzz/corpus-NAME,
+# then fuzzes SECONDS; skipped with a line when that target was not built.
+parser_fuzzer() {
+  local binary="$build/cudamux_$1_fuzzer"
+  if [[ ! -x "$binary" ]]; then
+    echo "fuzz: no $binary (build target cudamux_$1_fuzzer): $2 fuzzer skipped" >&2
+    return
+  fi
+  local options=("${common[@]/#-max_len=4096/-max_len=$3}")
+  mkdir -p "$build/corpus-$1-$mode"
+  "$binary" "${options[@]}" -runs=0 "$here/corpus-$1"
+  "$binary" "${options[@]}" -max_total_time="$4" "$build/corpus-$1-$mode" "$here/corpus-$1"
+}
+
 # Regression replay: every committed input runs once, each must pass.
 "$fuzzer" "${common[@]}" -runs=0 "$here/corpus"
 
 case "$mode" in
   smoke)
     "$fuzzer" "${common[@]}" -max_total_time="${CUDAMUX_FUZZ_SECONDS:-45}" "$scratch" "$here/corpus"
-    fatbin="$build/cudamux_fatbin_fuzzer"
-    if [[ -x "$fatbin" ]]; then
-      # Fat binaries are larger than API bytecode: the seeds are nvcc output of 2-5 KB.
-      fb_common=("${common[@]/#-max_len=4096/-max_len=16384}")
-      mkdir -p "$build/corpus-fatbin-$mode"
-      "$fatbin" "${fb_common[@]}" -runs=0 "$here/corpus-fatbin"
-      "$fatbin" "${fb_common[@]}" -max_total_time="${CUDAMUX_FATBIN_FUZZ_SECONDS:-20}" \
-        "$build/corpus-fatbin-$mode" "$here/corpus-fatbin"
-    else
-      echo "fuzz: no $fatbin (build target cudamux_fatbin_fuzzer): fat binary fuzzer skipped" >&2
-    fi
-    ptx="$build/cudamux_ptx_fuzzer"
-    if [[ -x "$ptx" ]]; then
-      # PTX seeds are nvcc output of 1-5 KB.
-      px_common=("${common[@]/#-max_len=4096/-max_len=16384}")
-      mkdir -p "$build/corpus-ptx-$mode"
-      "$ptx" "${px_common[@]}" -runs=0 "$here/corpus-ptx"
-      "$ptx" "${px_common[@]}" -max_total_time="${CUDAMUX_PTX_FUZZ_SECONDS:-20}" \
-        "$build/corpus-ptx-$mode" "$here/corpus-ptx"
-    else
-      echo "fuzz: no $ptx (build target cudamux_ptx_fuzzer): PTX fuzzer skipped" >&2
-    fi
-    elf="$build/cudamux_elf_fuzzer"
-    if [[ -x "$elf" ]]; then
-      # ELF seeds are small objects of about 1 KB.
-      el_common=("${common[@]/#-max_len=4096/-max_len=8192}")
-      mkdir -p "$build/corpus-elf-$mode"
-      "$elf" "${el_common[@]}" -runs=0 "$here/corpus-elf"
-      "$elf" "${el_common[@]}" -max_total_time="${CUDAMUX_ELF_FUZZ_SECONDS:-15}" \
-        "$build/corpus-elf-$mode" "$here/corpus-elf"
-    else
-      echo "fuzz: no $elf (build target cudamux_elf_fuzzer): ELF fuzzer skipped" >&2
-    fi ;;
+    # Input parser fuzzers: seeds are nvcc output of 1-5 KB (fat binaries, PTX) and small
+    # objects of about 1 KB (ELF files).
+    parser_fuzzer fatbin "fat binary" 16384 "${CUDAMUX_FATBIN_FUZZ_SECONDS:-20}"
+    parser_fuzzer ptx PTX 16384 "${CUDAMUX_PTX_FUZZ_SECONDS:-20}"
+    parser_fuzzer elf ELF 8192 "${CUDAMUX_ELF_FUZZ_SECONDS:-15}" ;;
   long)
     "$fuzzer" "${common[@]}" -runs="${3:-1000000}" "$scratch" "$here/corpus" ;;
   *)
