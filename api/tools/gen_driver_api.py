@@ -315,8 +315,8 @@ def gen_exports(table: dict, header: dict) -> str:
             out.append(f"CUDAMUX_EXPORT CUresult CUDAAPI {sym}({params}) {{")
             out.append("  try {")
             if v["needs_init"]:
-                out.append("    if (!cudamux::api::initialized()) return CUDA_ERROR_NOT_INITIALIZED;")
-            out.append("    if (cudamux::api::trace_enabled()) {")
+                out.append("    if (!cudamux::api::initialized()) [[unlikely]] return CUDA_ERROR_NOT_INITIALIZED;")
+            out.append("    if (cudamux::api::trace_enabled()) [[unlikely]] {")
             out.append(f'      return cudamux::api::traced("{sym}", [&] {{ return cudamux::impl::{sym}({args}); }}{named});')
             out.append("    }")
             out.append(f"    return cudamux::impl::{sym}({args});")

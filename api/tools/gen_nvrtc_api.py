@@ -177,7 +177,7 @@ def gen_exports(table: dict) -> str:
             out += [f"CUDAMUX_EXPORT nvrtcResult {name}({params_of(fn)}) {{",
                     "  try {",
                     "    cudamux::nvrtc_api::ensure_setup();",
-                    "    if (cudamux::api::trace_enabled()) {",
+                    "    if (cudamux::api::trace_enabled()) [[unlikely]] {",
                     f'      return cudamux::nvrtc_api::traced("{name}", [&] {{ return cudamux::nvrtc_impl::{name}({args}); }}{named});',
                     "    }",
                     f"    return cudamux::nvrtc_impl::{name}({args});",

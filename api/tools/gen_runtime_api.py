@@ -462,7 +462,7 @@ def gen_exports(table: dict) -> str:
                 named = "".join(f', std::pair{{"{n}", {n}}}' for n in names)
                 record = "" if fn["name"] in NO_RECORD else "cudamux::rt::record"
                 out.append("  try {")
-                out.append("    if (cudamux::api::trace_enabled()) {")
+                out.append("    if (cudamux::api::trace_enabled()) [[unlikely]] {")
                 out.append(f'      return {record}(cudamux::rt::traced("{sym}", [&] {{ return cudamux::rt::impl::{sym}({args}); }}{named}));')
                 out.append("    }")
                 out.append(f"    return {record}(cudamux::rt::impl::{sym}({args}));")

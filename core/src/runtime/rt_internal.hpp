@@ -61,8 +61,9 @@ bool is_sticky(cudaError_t e) noexcept;
 cudaError_t sticky_error(int device) noexcept;
 void clear_sticky(int device) noexcept;
 
-// A rejected call: logs at debug level with the reason, returns `error`.
-cudaError_t reject(cudaError_t error, const char* function, const char* why) noexcept;
+// A rejected call: logs at debug level with the reason, returns `error`. Cold, as the
+// driver's reject (core.hpp).
+[[gnu::cold]] cudaError_t reject(cudaError_t error, const char* function, const char* why) noexcept;
 
 inline cudaError_t map(CUresult r) noexcept {
   return r == CUDA_SUCCESS ? cudaSuccess : to_runtime(r);
